@@ -81,7 +81,7 @@ def _loc_exprs(line: str) -> list[str]:
             start = i + 4
             continue
         end = _balanced_end(line, i + 3)
-        out.append(line[i + 4:end - 1])
+        out.append(line[i + 4 : end - 1])
         start = end
 
 
@@ -315,8 +315,13 @@ def sass_frames(text: str) -> dict[int, frozenset[Frame]]:
 
 # ---------------------------------------------------------------------------------------------- API
 
-_FRAMES_BY_STAGE = {"ttir": mlir_frames, "ttgir": mlir_frames, "llir": llvm_frames, "ptx": ptx_frames,
-                    "sass": sass_frames}
+_FRAMES_BY_STAGE = {
+    "ttir": mlir_frames,
+    "ttgir": mlir_frames,
+    "llir": llvm_frames,
+    "ptx": ptx_frames,
+    "sass": sass_frames,
+}
 _CACHE_KEY = "_linemap"
 
 

@@ -130,7 +130,9 @@ def disassemble(cubin: Path, cache_dir: Path | None = None) -> StageText:
     return _placeholder("sass", "; ".join(reasons))
 
 
-def load_stage_files(files: dict[str, Path | None], source: Path | None, cache_dir: Path | None = None) -> list[StageText]:
+def load_stage_files(
+    files: dict[str, Path | None], source: Path | None, cache_dir: Path | None = None
+) -> list[StageText]:
     """Stages from plain paths: ``files`` maps "ttir".."cubin" to a file, ``source`` is the kernel file."""
     out = [_read("source", source, "Triton kernel source")]
     for name in CACHE_STAGES:
@@ -156,8 +158,9 @@ def stage_files_in_folder(folder: Path, name: str | None = None) -> dict[str, Pa
     return found
 
 
-def load_stage_folder(folder: str | Path, name: str | None = None, source: str | Path | None = None,
-                      cache_dir: Path | None = None) -> list[StageText]:
+def load_stage_folder(
+    folder: str | Path, name: str | None = None, source: str | Path | None = None, cache_dir: Path | None = None
+) -> list[StageText]:
     """Stages from a folder of Triton cache files (a cache entry or a retarget output)."""
     files = stage_files_in_folder(Path(folder), name)
     return load_stage_files(files, Path(source) if source else None, cache_dir)
@@ -173,8 +176,9 @@ def kernel_source_path(bundle: Bundle, kernel: Kernel) -> Path | None:
     return bundle_path(bundle, kernel.source) if kernel.source else None
 
 
-def load_stages(bundle: Bundle, kernel: Kernel, variant: TritonVariant | str | int | None = None,
-                cache_dir: Path | None = None) -> list[StageText]:
+def load_stages(
+    bundle: Bundle, kernel: Kernel, variant: TritonVariant | str | int | None = None, cache_dir: Path | None = None
+) -> list[StageText]:
     """Every stage of a Triton kernel of a bundle, in display order, with placeholders where missing."""
     if kernel.lang != "triton":
         reason = f"{kernel.name} is a {kernel.lang} kernel, not Triton"

@@ -57,9 +57,7 @@ def run_tool(name: str, args: list[str]) -> str:
     if tool is None:
         raise ToolError(f"{name} not found on PATH or in triton's wheel (install the CUDA toolkit or triton)")
     try:
-        done = subprocess.run(
-            [str(tool), *args], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
-        )
+        done = subprocess.run([str(tool), *args], capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ToolError(f"{name} could not run: {exc}") from exc
     if done.returncode != 0:
