@@ -1,0 +1,248 @@
+"""The capture bundle's data model: plain dataclasses that round-trip through JSON.
+
+A bundle is a folder. ``bundle.json`` holds everything below; large texts (output code, FX graphs,
+kernel sources, Triton stage files) live in files beside it and are referenced by relative path.
+Nothing here imports torch, triton or textual.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_NAME = "kernelscope.bundle"
+SCHEMA_VERSION = 1
+
+# Kernel kinds, named as a user reads them (and as Inductor's kernel-name prefixes say).
+KIND_POINTWISE = "pointwise"
+KIND_REDUCTION = "reduction"
+KIND_PERSISTENT_REDUCTION = "persistent_reduction"
+KIND_TEMPLATE = "template"
+KIND_FOREACH = "foreach"
+KIND_CPP = "cpp"
+KIND_EXTERN = "extern"
+KIND_OTHER = "other"
+
+# Triton pipeline stages in display order; the extension is the file suffix in Triton's cache.
+TRITON_STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "cubin")
+
+# FX graph views, in pipeline order.
+FX_DYNAMO = "fx-dynamo"
+FX_AOT_JOINT = "fx-aot-joint"
+FX_AOT = "fx-aot"  # the forward, backward or inference graph of this Inductor graph
+FX_POST_GRAD = "fx-post-grad"
+FX_KINDS = (FX_DYNAMO, FX_AOT_JOINT, FX_AOT, FX_POST_GRAD)
+
+
+@dataclass
+class UserLine:
+    """One line of user source that fed a kernel."""
+
+    file: str
+    line: int
+    code: str = ""
+    function: str = ""
+
+
+@dataclass
+class BufferUse:
+    """A tensor a kernel launch reads or writes."""
+
+    name: str  # the name in the output code's call(): arg0_1, buf0, primals_2 ...
+    role: str  # "read", "write" or "readwrite"
+    shape: list[Any] = field(default_factory=list)  # ints, or strings for symbolic sizes
+    stride: list[Any] = field(default_factory=list)
+    dtype: str = ""  # torch dtype name without "torch.": float32, bfloat16 ...
+    bytes: int | None = None  # numel * itemsize when the shape is static, else None
+
+
+@dataclass
+class TritonVariant:
+    """One compiled configuration of a Triton kernel, as found in Triton's cache."""
+
+    cache_key: str  # the cache folder's name (a hash), kept to tell variants apart
+    files: dict[str, str] = field(default_factory=dict)  # stage -> path relative to the bundle
+    metadata: dict[str, Any] = field(default_factory=dict)  # Triton's <name>.json
+    chosen: bool = False  # the config the autotuner picked, when known
+
+
+@dataclass
+class Kernel:
+    """One kernel (or extern call) of one Inductor graph, in launch order."""
+
+    id: str  # "<graph id>/<name>", or "<graph id>/<name>@<launch>" for extern calls
+    graph: str  # Graph.id
+    name: str
+    kind: str
+    lang: str  # "triton", "cpp" or "extern"
+    launch_index: int  # position of its first launch in call()
+    launches: int = 1
+    source: str | None = None  # bundle-relative path of the kernel's source text
+    call_line: int | None = None  # 1-based line of its (first) launch in the output code
+    def_line: int | None = None  # 1-based line where the output code defines it
+    call_text: str = ""
+    fx_nodes: list[str] = field(default_factory=list)  # post-grad node names
+    fx_nodes_pre: list[str] = field(default_factory=list)  # pre-grad (Dynamo graph) node names
+    aten_ops: list[str] = field(default_factory=list)
+    user_lines: list[UserLine] = field(default_factory=list)
+    buffers: list[BufferUse] = field(default_factory=list)
+    provenance: str = ""  # where fx_nodes came from: "provenance" or "comments"
+    triton: list[TritonVariant] = field(default_factory=list)
+    kernel_path: str = ""  # the kernel file path Inductor wrote (normalised), for loc() matching
+
+    @property
+    def bytes_read(self) -> int | None:
+        return _sum_bytes(self.buffers, ("read", "readwrite"))
+
+    @property
+    def bytes_written(self) -> int | None:
+        return _sum_bytes(self.buffers, ("write", "readwrite"))
+
+
+def _sum_bytes(buffers: list[BufferUse], roles: tuple[str, ...]) -> int | None:
+    total = 0
+    for b in buffers:
+        if b.role in roles:
+            if b.bytes is None:
+                return None
+            total += b.bytes
+    return total
+
+
+@dataclass
+class Graph:
+    """One Inductor graph: a forward, backward or inference graph of one Dynamo compile."""
+
+    id: str  # "0-0-forward": frame id, frame compile id, AOT kind
+    compile_id: str  # "0/0" as torch prints it
+    kind: str  # "forward", "backward" or "inference"
+    files: dict[str, str] = field(default_factory=dict)  # FX kind or "output_code" -> path
+    kernel_ids: list[str] = field(default_factory=list)  # launch order
+    code_name: str = ""  # the Python function Dynamo compiled
+    code_file: str = ""
+    code_line: int | None = None
+
+
+@dataclass
+class GraphBreak:
+    reason: str  # the one-line reason
+    detail: str = ""  # the whole message torch printed
+    file: str = ""
+    line: int | None = None
+    code: str = ""
+    compile_id: str = ""
+
+
+@dataclass
+class Recompile:
+    compile_id: str
+    reason: str
+    file: str = ""
+    line: int | None = None
+
+
+@dataclass
+class AutotuneChoice:
+    name: str  # triton_mm_4, mm, bias_addmm ...
+    time_ms: float | None
+    percent: float | None
+    config: str = ""
+
+
+@dataclass
+class AutotuneResult:
+    op: str  # "mm(32x512, 512x512)"
+    strides: str = ""
+    dtypes: str = ""
+    choices: list[AutotuneChoice] = field(default_factory=list)  # fastest first
+    summary: str = ""
+
+
+@dataclass
+class Bundle:
+    """Everything one capture learned. ``root`` is the folder it was read from (not stored)."""
+
+    schema: str = SCHEMA_NAME
+    version: int = SCHEMA_VERSION
+    status: str = "ok"  # "ok" or "failed"
+    error: str = ""  # one line, when failed
+    error_kind: str = ""
+    target: dict[str, Any] = field(default_factory=dict)  # spec, file, function, args
+    options: dict[str, Any] = field(default_factory=dict)  # mode, dynamic, fullgraph, backward, device
+    environment: dict[str, Any] = field(default_factory=dict)  # versions, device, capability
+    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
+    source: dict[str, Any] = field(default_factory=dict)  # path, file, first_line, last_line
+    graphs: list[Graph] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+    graph_breaks: list[GraphBreak] = field(default_factory=list)
+    recompiles: list[Recompile] = field(default_factory=list)
+    autotune: list[AutotuneResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. why Triton stages are absent
+    files: dict[str, str] = field(default_factory=dict)  # other texts: stdout, stderr, log
+    extra: dict[str, Any] = field(default_factory=dict)  # later features (bench results ...)
+    root: str = field(default="", compare=False, repr=False)
+
+    def kernel(self, key: str) -> Kernel:
+        """The kernel whose id or name is ``key``; a name must be unique in the bundle."""
+        for k in self.kernels:
+            if k.id == key:
+                return k
+        named = [k for k in self.kernels if k.name == key]
+        if len(named) == 1:
+            return named[0]
+        if not named:
+            raise KeyError(f"no kernel {key!r} in this capture; kernels: " + ", ".join(k.name for k in self.kernels))
+        raise KeyError(f"kernel name {key!r} is ambiguous; use one of: " + ", ".join(k.id for k in named))
+
+    def graph(self, graph_id: str) -> Graph:
+        for g in self.graphs:
+            if g.id == graph_id:
+                return g
+        raise KeyError(f"no graph {graph_id!r}; graphs: " + ", ".join(g.id for g in self.graphs))
+
+    def kernels_of(self, graph_id: str) -> list[Kernel]:
+        return [k for k in self.kernels if k.graph == graph_id]
+
+
+def to_dict(obj: Any) -> Any:
+    """JSON-ready dict of a model object (drops ``root``)."""
+    if dataclasses.is_dataclass(obj):
+        out = {}
+        for f in dataclasses.fields(obj):
+            if f.name == "root":
+                continue
+            out[f.name] = to_dict(getattr(obj, f.name))
+        return out
+    if isinstance(obj, list):
+        return [to_dict(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def _build(cls, data: dict) -> Any:
+    known = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def from_dict(data: dict) -> Bundle:
+    """A Bundle from its JSON dict; unknown keys are ignored so newer minor fields don't break."""
+    b = _build(Bundle, data)
+    b.graphs = [_build(Graph, g) for g in data.get("graphs", [])]
+    kernels = []
+    for k in data.get("kernels", []):
+        kern = _build(Kernel, k)
+        kern.user_lines = [_build(UserLine, u) for u in k.get("user_lines", [])]
+        kern.buffers = [_build(BufferUse, x) for x in k.get("buffers", [])]
+        kern.triton = [_build(TritonVariant, v) for v in k.get("triton", [])]
+        kernels.append(kern)
+    b.kernels = kernels
+    b.graph_breaks = [_build(GraphBreak, x) for x in data.get("graph_breaks", [])]
+    b.recompiles = [_build(Recompile, x) for x in data.get("recompiles", [])]
+    b.autotune = []
+    for a in data.get("autotune", []):
+        res = _build(AutotuneResult, a)
+        res.choices = [_build(AutotuneChoice, c) for c in a.get("choices", [])]
+        b.autotune.append(res)
+    return b

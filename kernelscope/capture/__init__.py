@@ -1,0 +1,1 @@
+"""Capturing: the parent-side runner (no torch) and the child that compiles (imports torch)."""

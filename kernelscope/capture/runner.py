@@ -1,0 +1,238 @@
+"""Parent side of a capture: spawn the child, stream its progress, commit or clean up. No torch.
+
+The child writes into a staging folder next to the output; only a finished (or cleanly failed)
+capture is renamed into place. A cancel, a crash or a kill removes the staging and work folders,
+so nothing half-written is left behind. A timeout keeps what the trace had recorded, marked failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelscope.bundle.io import BundleError, commit_staging_dir, make_staging_dir, read_bundle, save_manifest
+from kernelscope.bundle.model import Bundle
+from kernelscope.capture.collect import write_bundle_from_work
+from kernelscope.target import ScalarSpec, Target, TensorSpec
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+@dataclass
+class CaptureOptions:
+    mode: str = "default"
+    dynamic: bool | None = None
+    fullgraph: bool = False
+    backward: bool = False
+    device: str | None = None  # None: cuda when the child sees one
+    passes: bool = False  # dump every MLIR pass (MLIR_ENABLE_DUMP)
+    timeout: float | None = None  # seconds
+
+
+@dataclass
+class CaptureResult:
+    status: str  # "ok", "failed", "cancelled", "crashed"
+    out: Path | None
+    message: str = ""
+    kind: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    bundle: Bundle | None = None
+
+
+class CaptureError(Exception):
+    """A capture that produced no bundle; one line for the user."""
+
+    def __init__(self, message: str, kind: str = ""):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Capture:
+    """One capture in a child process. ``run()`` blocks; ``cancel()`` may be called from any thread."""
+
+    def __init__(self, target: Target, out: str | os.PathLike, *, args: list[TensorSpec | ScalarSpec] | None = None,
+                 args_text: str = "", options: CaptureOptions | None = None, replace: bool = False,
+                 python: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None):
+        self.target = target
+        self.out = Path(out)
+        self.args = args
+        self.args_text = args_text
+        self.options = options or CaptureOptions()
+        self.replace = replace
+        self.python = python or sys.executable
+        self.on_event = on_event
+        self._proc: subprocess.Popen | None = None
+        self._cancelled = threading.Event()
+        self.events: list[dict[str, Any]] = []
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            _kill_group(proc)
+
+    def _request(self, work: Path, staging: Path, event_fd: int) -> dict[str, Any]:
+        opts = self.options
+        args = None
+        if self.args is not None:
+            args = [{"value": a.value} if isinstance(a, ScalarSpec) else
+                    {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in self.args]
+        return {
+            "work": str(work), "staging": str(staging), "event_fd": event_fd, "t_spawn": time.time(),
+            "target": {"spec": self.target.spec, "file": self.target.file, "name": self.target.name,
+                       "is_class": self.target.is_class, "is_sample": self.target.is_sample,
+                       "first_line": self.target.first_line, "last_line": self.target.last_line},
+            "args": args, "args_text": self.args_text, "passes": opts.passes,
+            "options": {"mode": opts.mode, "dynamic": opts.dynamic, "fullgraph": opts.fullgraph,
+                        "backward": opts.backward, "device": opts.device},
+        }
+
+    def run(self) -> CaptureResult:
+        if self.out.exists() and not self.replace:
+            raise CaptureError(f"{self.out} already exists; choose another -o or pass --force to replace it", "exists")
+        if self.out.exists() and not (self.out / "bundle.json").is_file():
+            raise CaptureError(f"{self.out} exists and is not a kernelscope bundle; refusing to replace it", "exists")
+        t0 = time.time()
+        staging = make_staging_dir(self.out)
+        work = Path(tempfile.mkdtemp(prefix="kernelscope-work-"))
+        read_fd, write_fd = os.pipe()
+        request_path = work / "request.json"
+        request_path.write_text(json.dumps(self._request(work, staging, write_fd)), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
+                                            ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        committed = False
+        try:
+            self._proc = subprocess.Popen(
+                [self.python, "-m", "kernelscope.capture.child", str(request_path)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                pass_fds=(write_fd,), env=env, start_new_session=True,
+            )
+            os.close(write_fd)
+            write_fd = -1
+            if self._cancelled.is_set():
+                _kill_group(self._proc)
+            reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
+            reader.start()
+            timed_out = False
+            try:
+                rc = self._proc.wait(timeout=self.options.timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(self._proc)
+                rc = self._proc.wait()
+            stderr_tail = (self._proc.stderr.read() or b"").decode("utf-8", "replace") if self._proc.stderr else ""
+            reader.join(timeout=5)
+            seconds = time.time() - t0
+            if self._cancelled.is_set():
+                return CaptureResult("cancelled", None, "capture cancelled", "cancelled", self.events, seconds)
+            if timed_out:
+                bundle = self._partial_bundle(work, staging, f"compile timed out after {self.options.timeout:g} s "
+                                              "(the child was stopped); raise --timeout or simplify the function")
+                commit_staging_dir(staging, self.out, replace=self.replace)
+                committed = True
+                bundle.root = str(self.out)
+                return CaptureResult("failed", self.out, bundle.error, "timeout", self.events, seconds, bundle)
+            if rc in (0, 3) and (staging / "bundle.json").is_file():
+                commit_staging_dir(staging, self.out, replace=self.replace)
+                committed = True
+                bundle = read_bundle(self.out)
+                status = "ok" if rc == 0 else "failed"
+                return CaptureResult(status, self.out, bundle.error, bundle.error_kind, self.events, seconds, bundle)
+            message = self._crash_message(rc, stderr_tail)
+            return CaptureResult("crashed", None, message, "crash", self.events, seconds)
+        finally:
+            if write_fd >= 0:
+                os.close(write_fd)
+            try:
+                os.close(read_fd)
+            except OSError:
+                pass
+            if not committed:
+                shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(work, ignore_errors=True)
+            self._proc = None
+
+    def _read_events(self, fd: int) -> None:
+        with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                self.events.append(event)
+                if self.on_event is not None:
+                    try:
+                        self.on_event(event)
+                    except Exception:
+                        pass
+
+    def _crash_message(self, rc: int, stderr_tail: str) -> str:
+        for event in reversed(self.events):
+            if event.get("phase") == "error":
+                return str(event.get("message"))
+        if rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return f"the capture process was killed by {name}"
+        tail = [line for line in stderr_tail.strip().split("\n") if line.strip()]
+        last = tail[-1] if tail else ""
+        return f"the capture process exited with status {rc}" + (f": {last[:300]}" if last else "")
+
+    def _partial_bundle(self, work: Path, staging: Path, message: str) -> Bundle:
+        request = json.loads((work / "request.json").read_text(encoding="utf-8"))
+        for child in staging.iterdir():  # the child may have started writing; rebuild from the raw trace
+            if child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink()
+        bundle = Bundle(target=dict(request["target"]), options=request["options"], status="failed",
+                        error=message, error_kind="timeout")
+        bundle.target["args"] = request.get("args_text", "")
+        write_bundle_from_work(work, staging, bundle, user_file=self.target.file)
+        save_manifest(bundle, staging)
+        return bundle
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the child and everything it started (Inductor's compile workers)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def default_out(target: Target) -> Path:
+    """Where a capture goes when -o is not given: a fresh folder under ./kernelscope-captures."""
+    base = Path("kernelscope-captures")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = base / f"{target.name}-{stamp}"
+    n = 1
+    while out.exists():
+        n += 1
+        out = base / f"{target.name}-{stamp}-{n}"
+    return out
+
+
+__all__ = ["Capture", "CaptureError", "CaptureOptions", "CaptureResult", "BundleError", "MODES", "default_out"]

@@ -1,0 +1,307 @@
+"""One capture inside the child: load the target, make inputs, torch.compile, run, collect.
+
+The only module (with kernelscope.capture.bench) that imports torch. Public hooks only:
+TORCH_TRACE, TORCH_LOGS, torch.compile options, Inductor's documented config flags.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelscope.bundle.io import save_manifest
+from kernelscope.bundle.model import Bundle
+from kernelscope.capture.child import EXIT_FAILED, EXIT_OK, Events, environment_facts
+from kernelscope.capture.collect import write_bundle_from_work
+
+_TORCH_DTYPES = {
+    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
+    "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+
+
+class CaptureFailure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+class _OutputCodeCounter(logging.Handler):
+    """Counts graphs and kernels as Inductor logs output code, for progress events."""
+
+    def __init__(self, events: Events):
+        super().__init__(logging.DEBUG)
+        self.events = events
+        self.graphs = 0
+        self.kernels = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+        except Exception:
+            return
+        if not msg.startswith("Output code: "):
+            return
+        self.graphs += 1
+        self.kernels += msg.count("= async_compile.triton(") + msg.count("= async_compile.cpp_pybinding(")
+        self.events.emit("compile", f"graph {self.graphs} generated", graphs=self.graphs, kernels=self.kernels)
+
+
+def _load_module(path: str):
+    name = "kernelscope_user_" + Path(path).stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CaptureFailure("target", f"{path}: cannot import it as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(Path(path).parent))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        where = _user_frame(exc, path)
+        raise CaptureFailure("target", f"importing {Path(path).name} raised {exc.__class__.__name__}: {exc}{where}") from exc
+    return module
+
+
+def _user_frame(exc: BaseException, path: str) -> str:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    return f" (at {Path(path).name}:{frames[-1].lineno})" if frames else ""
+
+
+def _make_inputs(request: dict, module, device: str) -> tuple:
+    target = request["target"]
+    if request.get("args"):
+        values = []
+        for spec in request["args"]:
+            if "value" in spec:
+                values.append(spec["value"])
+                continue
+            dtype = _TORCH_DTYPES[spec["dtype"]]
+            shape = spec["shape"]
+            if dtype.is_floating_point:
+                t = torch.randn(shape, device=device, dtype=dtype)
+            elif dtype == torch.bool:
+                t = torch.rand(shape, device=device) > 0.5
+            else:
+                t = torch.randint(-100, 100, shape, device=device, dtype=dtype) if dtype != torch.uint8 else \
+                    torch.randint(0, 255, shape, device=device, dtype=dtype)
+            if spec.get("requires_grad"):
+                t.requires_grad_(True)
+            values.append(t)
+        return tuple(values)
+    factory = getattr(module, f"{target['name']}_inputs", None) or getattr(module, "example_inputs", None)
+    if factory is None:
+        raise CaptureFailure(
+            "args", f"{target['name']} needs inputs: pass --args \"f32[1024], ...\" or define "
+            f"{target['name']}_inputs(device) next to it"
+        )
+    try:
+        values = factory(device)
+    except Exception as exc:
+        raise CaptureFailure("target", f"{factory.__name__}({device!r}) raised {exc.__class__.__name__}: {exc}"
+                             f"{_user_frame(exc, target['file'])}") from exc
+    return tuple(values) if isinstance(values, (tuple, list)) else (values,)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        short = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+                 torch.int64: "i64", torch.int32: "i32", torch.bool: "bool"}.get(value.dtype, str(value.dtype))
+        return f"{short}[{', '.join(map(str, value.shape))}]" + (" grad" if value.requires_grad else "")
+    return repr(value)
+
+
+def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailure:
+    """One line that says what went wrong, for the errors a user will make."""
+    name = exc.__class__.__name__
+    text = str(exc).strip()
+    first = text.split("\n")[0].strip() if text else name
+    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text.lower():
+        return CaptureFailure("oom", f"out of memory on {options.get('device')}: {first[:200]}; try smaller --args shapes")
+    module = exc.__class__.__module__
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 8:
+        chain.append(chain[-1].__cause__)
+    if name in ("Unsupported", "UserError") and options.get("fullgraph"):
+        return CaptureFailure("graph_break", f"graph break under --fullgraph: {_graph_break_line(text)}"
+                              f"{_user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph")
+    if name in ("InductorError", "BackendCompilerFailed", "LoweringException") or module.startswith("torch._inductor"):
+        inner = chain[-1]
+        inner_text = str(inner).strip().split("\n")[0] or inner.__class__.__name__
+        return CaptureFailure("compile", f"torch.compile failed in Inductor: {inner.__class__.__name__}: {inner_text[:300]}")
+    if module.startswith("torch._dynamo") or name in ("Unsupported", "TorchRuntimeError"):
+        return CaptureFailure("compile", f"torch.compile failed in Dynamo: {name}: {first[:300]}{_user_frame(exc, user_file)}")
+    if "CUDA error" in text or "cudaError" in text or name == "AcceleratorError":
+        return CaptureFailure("cuda", f"CUDA error: {first[:300]}")
+    return CaptureFailure("user", f"your function raised {name}: {first[:300]}{_user_frame(exc, user_file)}")
+
+
+def _graph_break_line(text: str) -> str:
+    for line in text.split("\n"):
+        line = line.strip()
+        if line.startswith("Explanation:"):
+            return line[len("Explanation:"):].strip()
+    return text.split("\n")[0].strip()
+
+
+def _environment(device: str) -> dict[str, Any]:
+    env = environment_facts()
+    env["torch"] = torch.__version__
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except Exception:  # triton is optional on CPU machines
+        env["triton"] = None
+    env["cuda"] = torch.version.cuda
+    env["device"] = device
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        env["device_name"] = props.name
+        env["compute_capability"] = f"{props.major}.{props.minor}"
+        env["sm_count"] = props.multi_processor_count
+        env["memory_gb"] = round(props.total_memory / 2**30, 1)
+        try:
+            env["driver"] = torch.cuda.driver_version() if hasattr(torch.cuda, "driver_version") else None
+        except Exception:
+            env["driver"] = None
+    else:
+        env["device_name"] = platform.processor() or platform.machine()
+        env["cpu_count"] = os.cpu_count()
+        env["torch_threads"] = torch.get_num_threads()
+    return env
+
+
+def run(request: dict, work: Path, staging: Path, events: Events) -> int:
+    timings: dict[str, float] = {}
+    options = dict(request["options"])
+    target = request["target"]
+    keys = ("spec", "file", "name", "is_class", "is_sample", "first_line", "last_line")
+    bundle = Bundle(target={k: target.get(k) for k in keys}, options=options)
+    bundle.target["args"] = request.get("args_text", "")
+    t_start = request.get("t_spawn", time.time())
+    timings["import_torch"] = round(time.time() - t_start, 3)
+    events.emit("start", f"torch {torch.__version__} imported", elapsed=timings["import_torch"])
+    counter = _OutputCodeCounter(events)
+    for logger_name in ("torch._inductor.graph.__output_code", "torch._inductor.codecache.__output_code"):
+        logging.getLogger(logger_name).addHandler(counter)
+    failure: CaptureFailure | None = None
+    device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+    options["device"] = device
+    bundle.options = options
+    try:
+        if device == "cuda" and not torch.cuda.is_available():
+            raise CaptureFailure("no_gpu", "--device cuda asked for, but torch sees no CUDA GPU here; use --device cpu")
+        bundle.environment = _environment(device)
+        t = time.time()
+        module = _load_module(target["file"])
+        fn = getattr(module, target["name"], None)
+        if fn is None:
+            raise CaptureFailure("target", f"{target['file']}: no attribute {target['name']!r} after import")
+        if isinstance(fn, type):
+            if not issubclass(fn, torch.nn.Module):
+                raise CaptureFailure("target", f"{target['name']} is a class but not a torch.nn.Module")
+            try:
+                fn = fn().to(device)
+            except TypeError as exc:
+                raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
+                                     "modules without arguments: give them defaults") from exc
+        inputs = _make_inputs(request, module, device)
+        bundle.target["inputs"] = [_describe(v) for v in inputs]
+        timings["load_target"] = round(time.time() - t, 3)
+        events.emit("inputs", "inputs ready: " + ", ".join(bundle.target["inputs"]))
+        if options.get("backward") and not any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
+            params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+            if not any(p.requires_grad for p in params):
+                raise CaptureFailure("args", "--backward needs an input that requires grad: add ' grad' to an --args "
+                                     "entry, e.g. \"f32[512, 1024] grad\"")
+        mode = options.get("mode") or "default"
+        compiled = torch.compile(
+            fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
+            fullgraph=bool(options.get("fullgraph")),
+        )
+        events.emit("compile", f"torch.compile(mode={mode}) first call", graphs=0, kernels=0)
+        t = time.time()
+        try:
+            out = compiled(*inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+        except CaptureFailure:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise classify(exc, target["file"], options) from exc
+        timings["compile_and_first_call"] = round(time.time() - t, 3)
+        if options.get("backward"):
+            events.emit("backward", "running backward", graphs=counter.graphs, kernels=counter.kernels)
+            t = time.time()
+            try:
+                tensors = [o for o in _flatten(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+                if not tensors:
+                    raise CaptureFailure("args", "--backward: no output requires grad, nothing to differentiate")
+                loss = sum(o.float().sum() for o in tensors)
+                loss.backward()
+                if device == "cuda":
+                    torch.cuda.synchronize()
+            except CaptureFailure:
+                raise
+            except Exception as exc:
+                raise classify(exc, target["file"], options) from exc
+            timings["backward"] = round(time.time() - t, 3)
+    except CaptureFailure as exc:
+        failure = exc
+    except Exception as exc:
+        failure = classify(exc, target.get("file", ""), options)
+    events.emit("collect", "collecting artifacts", graphs=counter.graphs, kernels=counter.kernels)
+    t = time.time()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _flush_trace_handlers()
+    bundle.timings = timings
+    write_bundle_from_work(work, staging, bundle, user_file=target.get("file", ""))
+    timings["collect"] = round(time.time() - t, 3)
+    if failure is not None:
+        bundle.status = "failed"
+        bundle.error = failure.message
+        bundle.error_kind = failure.kind
+    if device != "cuda":
+        bundle.notes.append(f"Triton stages absent: the capture ran on {device}, where Inductor emits C++ kernels")
+    save_manifest(bundle, staging)
+    if failure is not None:
+        events.emit("error", failure.message, kind=failure.kind)
+        return EXIT_FAILED
+    events.emit("done", f"{len(bundle.kernels)} kernels in {len(bundle.graphs)} graphs",
+                graphs=len(bundle.graphs), kernels=len(bundle.kernels))
+    return EXIT_OK
+
+
+def _flush_trace_handlers() -> None:
+    for name in ("torch.__trace",):
+        for h in logging.getLogger(name).handlers:
+            try:
+                h.flush()
+            except Exception:
+                pass
+
+
+def _flatten(value: Any):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flatten(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _flatten(v)
+    else:
+        yield value

@@ -1,0 +1,1 @@
+"""Turning raw torch.compile artifacts (TORCH_TRACE logs, output code, Triton cache) into bundles."""

@@ -1,0 +1,353 @@
+"""Assemble a bundle from raw torch.compile artifacts: TORCH_TRACE logs, output code, Triton's cache.
+
+Used both by the capture child (on its private trace and cache folders) and by
+``kernelscope open`` (on anyone's TORCH_TRACE folder). Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelscope.bundle.model import (
+    FX_AOT,
+    FX_AOT_JOINT,
+    FX_DYNAMO,
+    FX_POST_GRAD,
+    AutotuneChoice,
+    AutotuneResult,
+    Bundle,
+    Graph,
+    GraphBreak,
+    Kernel,
+    Recompile,
+    TritonVariant,
+    UserLine,
+)
+from kernelscope.ingest import fx
+from kernelscope.ingest.output_code import kind_of, parse_output_code, parse_placeholders
+from kernelscope.ingest.tracelog import TraceLog, TraceRecord
+from kernelscope.ingest.triton_cache import CacheEntry, dedupe_variants, scan_cache
+
+_AOT_KINDS = {"aot_inference_graph": "inference", "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
+
+
+@dataclass
+class RawCapture:
+    """What a compile left behind, before it is organised into a bundle."""
+
+    traces: list[TraceLog] = field(default_factory=list)
+    # Exact output-code log messages in emission order, as (compile id, code); None: take the trace's.
+    output_codes: list[tuple[str, str]] | None = None
+    triton_caches: list[Path] = field(default_factory=list)
+    stderr_text: str = ""  # for AUTOTUNE tables and recompile messages
+    user_file: str = ""  # the user's source file as the compile saw it
+    best_configs: list[dict[str, Any]] = field(default_factory=list)  # Inductor's *.best_config files
+
+
+@dataclass
+class _GraphParts:
+    graph: Graph
+    code: str
+    post_grad: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)
+    stack_traces: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _slug(compile_id: str, kind: str) -> str:
+    return compile_id.replace("/", "-").replace("_", "-") + "-" + kind
+
+
+def _write(staging: Path, rel: str, text: str) -> str:
+    path = staging / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return rel
+
+
+def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
+    """Fill ``bundle`` from ``raw``, writing its files into ``staging``; returns the bundle."""
+    records: list[TraceRecord] = [r for t in raw.traces for r in t.records]
+    dynamo_graphs: dict[str, str] = {}
+    aot_graphs: dict[tuple[str, str], str] = {}
+    joint_graphs: dict[str, str] = {}
+    post_grad: dict[str, list[str]] = {}
+    trace_codes: list[tuple[str, str]] = []
+    provenance: dict[str, list[dict]] = {}
+    stacks: dict[str, list[dict]] = {}
+    code_objects: dict[str, dict] = {}
+    for r in records:
+        cid = r.compile_id
+        if r.kind == "dynamo_output_graph":
+            dynamo_graphs[cid] = r.payload
+        elif r.kind in _AOT_KINDS:
+            aot_graphs[(cid, _AOT_KINDS[r.kind])] = r.payload
+        elif r.kind == "aot_joint_graph":
+            joint_graphs[cid] = r.payload
+        elif r.kind == "artifact:inductor_post_grad_graph":
+            post_grad.setdefault(cid, []).append(r.payload)
+        elif r.kind == "inductor_output_code":
+            trace_codes.append((cid, r.payload))
+        elif r.kind == "artifact:inductor_provenance_tracking_node_mappings":
+            provenance.setdefault(cid, []).append(_json(r.payload))
+        elif r.kind == "artifact:inductor_provenance_tracking_kernel_stack_traces":
+            stacks.setdefault(cid, []).append(_json(r.payload))
+        elif r.kind == "dynamo_start":
+            code_objects[cid] = r.data.get("dynamo_start", {})
+        elif r.kind == "artifact:dynamo_graph_break_reason":
+            bundle.graph_breaks.append(_graph_break(r.payload, cid))
+        elif r.kind == "compilation_metrics":
+            metrics = r.data.get("compilation_metrics", {})
+            reason = metrics.get("recompile_reason")
+            if reason:
+                bundle.recompiles.append(Recompile(compile_id=cid, reason=str(reason).strip(),
+                                                   file=metrics.get("co_filename") or "",
+                                                   line=metrics.get("co_firstlineno")))
+            if metrics.get("fail_reason") and not bundle.error:
+                bundle.notes.append(f"compile {cid} failed: {str(metrics['fail_reason']).splitlines()[0]}")
+    codes = raw.output_codes if raw.output_codes is not None else trace_codes
+    strings = {}
+    for t in raw.traces:
+        strings.update(t.strings)
+
+    parts: list[_GraphParts] = []
+    seen_ids: set[str] = set()
+    per_cid_index: dict[str, int] = {}
+    for cid, code in codes:
+        i = per_cid_index.get(cid, 0)
+        per_cid_index[cid] = i + 1
+        m = re.search(r"#\s*AOT ID:\s*\['([^']*)'\]", code)
+        kind = m.group(1).split("_", 1)[1] if m and "_" in m.group(1) else "inference"
+        gid = _slug(cid, kind)
+        while gid in seen_ids:
+            gid += "-b"
+        seen_ids.add(gid)
+        graph = Graph(id=gid, compile_id=cid, kind=kind)
+        start = code_objects.get(cid, {})
+        frames = start.get("stack") or []
+        if frames:
+            top = frames[-1]
+            graph.code_name = str(top.get("name", ""))
+            graph.code_file = strings.get(top.get("filename"), str(top.get("filename", "")))
+            graph.code_line = top.get("line")
+        p = _GraphParts(graph=graph, code=code)
+        pg = post_grad.get(cid, [])
+        if i < len(pg):
+            p.post_grad = pg[i]
+        if i < len(provenance.get(cid, [])):
+            p.provenance = provenance[cid][i]
+        if i < len(stacks.get(cid, [])):
+            p.stack_traces = stacks[cid][i]
+        base = f"graphs/{gid}"
+        graph.files["output_code"] = _write(staging, f"{base}/output_code.py", code)
+        if cid in dynamo_graphs:
+            graph.files[FX_DYNAMO] = _write(staging, f"{base}/fx_dynamo.txt", dynamo_graphs[cid])
+        if cid in joint_graphs:
+            graph.files[FX_AOT_JOINT] = _write(staging, f"{base}/fx_aot_joint.txt", joint_graphs[cid])
+        if (cid, kind) in aot_graphs:
+            graph.files[FX_AOT] = _write(staging, f"{base}/fx_aot_{kind}.txt", aot_graphs[(cid, kind)])
+        if p.post_grad:
+            graph.files[FX_POST_GRAD] = _write(staging, f"{base}/fx_post_grad.txt", p.post_grad)
+        parts.append(p)
+
+    cache_entries: list[CacheEntry] = []
+    for folder in raw.triton_caches:
+        cache_entries.extend(scan_cache(folder))
+    cache_entries = dedupe_variants(cache_entries)
+
+    for p in parts:
+        _add_kernels(staging, bundle, p, cache_entries, dynamo_graphs.get(p.graph.compile_id, ""), raw)
+        bundle.graphs.append(p.graph)
+    bundle.autotune.extend(parse_autotune(raw.stderr_text))
+    if not bundle.recompiles:
+        bundle.recompiles.extend(parse_recompiles(raw.stderr_text))
+    return bundle
+
+
+def _json(payload: str) -> dict:
+    try:
+        value = json.loads(payload)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _graph_break(payload: str, cid: str) -> GraphBreak:
+    gb = GraphBreak(reason="", detail=payload.strip(), compile_id=cid)
+    m = re.search(r"Graph break in user code at (.+):(\d+)", payload)
+    if m:
+        gb.file, gb.line = m.group(1), int(m.group(2))
+    m = re.search(r"Graph Break Reason: (.*)", payload)
+    lines = payload.split("\n")
+    if m:
+        gb.reason = m.group(1).strip()
+        # The newer format puts the specific explanation on the lines that follow.
+        idx = next(i for i, line in enumerate(lines) if "Graph Break Reason:" in line)
+        for extra in lines[idx + 1: idx + 4]:
+            if extra.strip().startswith("Explanation:"):
+                gb.reason = extra.strip()[len("Explanation:"):].strip()
+                break
+    elif lines:
+        gb.reason = lines[0].strip()
+    m = re.findall(r'File "([^"]+)", line (\d+), in [^\n]+\n\s+(.+)', payload.split("Traceback (most recent call last)")[0])
+    if m:
+        last = m[-1]
+        if not gb.file:
+            gb.file, gb.line = last[0], int(last[1])
+        gb.code = last[2].strip()
+    return gb
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    out: list[str] = []
+    for x in items:
+        if x and x not in out:
+            out.append(x)
+    return out
+
+
+def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[CacheEntry], dynamo_text: str,
+                 raw: RawCapture) -> None:
+    graph = p.graph
+    placeholders = parse_placeholders(p.post_grad) if p.post_grad else {}
+    code = parse_output_code(p.code, placeholders)
+    post_nodes = {n.name: n for n in fx.fx_nodes(p.post_grad)} if p.post_grad else {}
+    pre_nodes = {n.name: n for n in fx.fx_nodes(dynamo_text)} if dynamo_text else {}
+    cpp_to_post = p.provenance.get("cppCodeToPost", {}) if p.provenance else {}
+    post_to_pre = p.provenance.get("postToPre", {}) if p.provenance else {}
+    by_id: dict[str, Kernel] = {}
+    for index, launch in enumerate(code.launches):
+        kdef = code.defs.get(launch.name)
+        if launch.lang == "extern":
+            kid = f"{graph.id}/{launch.name}@{index}"
+        else:
+            kid = f"{graph.id}/{launch.name}"
+        if kid in by_id:
+            k = by_id[kid]
+            k.launches += 1
+        else:
+            k = Kernel(id=kid, graph=graph.id, name=launch.name, kind=kind_of(launch.name, launch.lang),
+                       lang=launch.lang, launch_index=index, call_line=launch.line, call_text=launch.text,
+                       def_line=kdef.def_line if kdef else None, kernel_path=kdef.kernel_path if kdef else "")
+            by_id[kid] = k
+            bundle.kernels.append(k)
+            graph.kernel_ids.append(kid)
+            if kdef:
+                ext = "py" if kdef.lang == "triton" else "cpp"
+                k.source = _write(staging, f"kernels/{graph.id}/{kdef.name}.{ext}", kdef.source)
+            k.buffers = launch.buffers
+        # Fused nodes: Inductor's provenance tracking first, the output code's comments otherwise.
+        nodes = cpp_to_post.get(launch.handle) if launch.handle else None
+        if nodes:
+            k.provenance = "provenance"
+            k.fx_nodes = _dedupe(k.fx_nodes + _in_graph_order(nodes, post_nodes))
+            pre = [x for n in nodes for x in post_to_pre.get(n, [])]
+            k.fx_nodes_pre = _dedupe(k.fx_nodes_pre + _in_graph_order(pre, pre_nodes))
+        else:
+            k.provenance = k.provenance or "comments"
+            fragment = [n for n, _ in fx.fragment_nodes(kdef.comments)] if kdef else []
+            k.fx_nodes = _dedupe(k.fx_nodes + (fragment or [n for n in launch.comment_nodes if n in post_nodes]))
+            k.fx_nodes_pre = _dedupe(k.fx_nodes_pre + [n for n in (launch.comment_nodes or
+                                                                   (kdef.comment_nodes if kdef else [])) if n])
+        aten = launch.comment_aten or (kdef.comment_aten if kdef else [])
+        if not aten:
+            aten = [_aten_of(post_nodes[n].target) for n in k.fx_nodes if n in post_nodes]
+        k.aten_ops = _dedupe(k.aten_ops + [a for a in aten if a])
+        lines = fx.stack_user_lines(p.stack_traces.get(launch.handle, []), raw.user_file) if launch.handle else []
+        if not lines:
+            lines = [post_nodes[n].user for n in k.fx_nodes if n in post_nodes and post_nodes[n].user]
+            lines += [pre_nodes[n].user for n in k.fx_nodes_pre if n in pre_nodes and pre_nodes[n].user]
+        for ul in lines:
+            if all((u.file, u.line) != (ul.file, ul.line) for u in k.user_lines):
+                k.user_lines.append(UserLine(file=ul.file, line=ul.line, code=ul.code, function=ul.function))
+        k.user_lines.sort(key=lambda u: (u.file, u.line))
+        if k.lang == "triton" and not k.triton:
+            k.triton = _variants(staging, graph.id, k, cache, raw.best_configs)
+
+
+def _in_graph_order(names: list[str], nodes: dict[str, fx.FxNode]) -> list[str]:
+    return sorted(names, key=lambda n: nodes[n].line if n in nodes else 1 << 30)
+
+
+def _aten_of(target: str) -> str:
+    m = re.match(r"torch\.ops\.(aten\.\w+)", target)
+    return m.group(1) if m else ""
+
+
+def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
+              best: list[dict[str, Any]]) -> list[TritonVariant]:
+    same = [e for e in cache if e.name == k.name]
+    if k.kernel_path:
+        exact = [e for e in same if e.kernel_path == k.kernel_path]
+        if not exact:
+            base = k.kernel_path.rsplit("/", 1)[-1]
+            exact = [e for e in same if e.kernel_path.rsplit("/", 1)[-1] == base]
+        same = exact
+    variants = []
+    chosen_hashes = {b.get("triton_cache_hash") for b in best if b.get("triton_cache_hash")}
+    for e in same:
+        v = TritonVariant(cache_key=e.key, metadata=e.metadata)
+        for stage, path in e.files.items():
+            rel = f"triton/{gid}/{k.name}/{e.key}/{path.name}"
+            dest = staging / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+            v.files[stage] = rel
+        if e.metadata.get("hash") in chosen_hashes:
+            v.chosen = True
+        variants.append(v)
+    if len(variants) == 1:
+        variants[0].chosen = True
+    if sum(v.chosen for v in variants) > 1:  # ambiguous match: do not claim to know
+        for v in variants:
+            v.chosen = False
+    return variants
+
+
+_AUTOTUNE_HEAD = re.compile(r"^AUTOTUNE (\S.*)$")
+_AUTOTUNE_ROW = re.compile(r"^\s+(\S+) ([\d.]+|inf) ms ([\d.]+)%\s*(.*)$")
+
+
+def parse_autotune(text: str) -> list[AutotuneResult]:
+    """The AUTOTUNE tables max-autotune prints to stderr."""
+    results: list[AutotuneResult] = []
+    current: AutotuneResult | None = None
+    for line in text.split("\n"):
+        m = _AUTOTUNE_HEAD.match(line)
+        if m and not line.startswith("AUTOTUNE benchmarking"):
+            current = AutotuneResult(op=m.group(1).strip())
+            results.append(current)
+            continue
+        if current is None:
+            continue
+        if line.startswith("strides:"):
+            current.strides = line[len("strides:"):].strip()
+        elif line.startswith("dtypes:"):
+            current.dtypes = line[len("dtypes:"):].strip()
+        elif (m := _AUTOTUNE_ROW.match(line)):
+            t = None if m.group(2) == "inf" else float(m.group(2))
+            current.choices.append(AutotuneChoice(name=m.group(1), time_ms=t, percent=float(m.group(3)),
+                                                  config=m.group(4).strip()))
+        elif "AUTOTUNE benchmarking takes" in line:
+            current.summary = line.strip()
+            current = None
+        elif line.strip() and not line.startswith(" "):
+            current = None
+    return results
+
+
+_RECOMPILE = re.compile(r"Recompiling function (\S+) in (.+):(\d+)\s*\n\s*triggered by the following guard failure\(s\):\s*\n((?:.*- .*\n?)+)")
+
+
+def parse_recompiles(text: str) -> list[Recompile]:
+    out = []
+    plain = "\n".join(re.sub(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\] (\[[^\]]*\] )?\[__recompiles\] ?", "", line)
+                      for line in text.split("\n"))
+    for m in _RECOMPILE.finditer(plain):
+        reasons = [r.strip().lstrip("- ").strip() for r in m.group(4).strip().split("\n") if r.strip()]
+        out.append(Recompile(compile_id="", reason="; ".join(reasons), file=m.group(2), line=int(m.group(3))))
+    return out

@@ -1,0 +1,45 @@
+"""Build a bundle from a TORCH_TRACE folder written by anyone's job (``kernelscope open``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from kernelscope.bundle.io import BundleError, commit_staging_dir, make_staging_dir, save_manifest
+from kernelscope.bundle.model import Bundle
+from kernelscope.ingest.build import RawCapture, build_bundle
+from kernelscope.ingest.tracelog import parse_trace_folder
+
+
+def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, triton_cache: str | os.PathLike | None = None,
+                      stderr_log: str | os.PathLike | None = None, replace: bool = False) -> Bundle:
+    """Write a bundle at ``out`` from a TORCH_TRACE folder (or one log file)."""
+    trace = Path(trace)
+    if not trace.exists():
+        raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
+    logs = parse_trace_folder(trace)
+    if not logs:
+        raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
+    if triton_cache is not None and not Path(triton_cache).is_dir():
+        raise BundleError(f"{triton_cache}: no such Triton cache folder")
+    raw = RawCapture(traces=[t for _, t in logs], triton_caches=[Path(triton_cache)] if triton_cache else [])
+    if stderr_log is not None:
+        raw.stderr_text = Path(stderr_log).read_text(encoding="utf-8", errors="replace")
+    bundle = Bundle(target={"spec": str(trace), "kind": "torch_trace", "logs": [str(p) for p, _ in logs]})
+    bundle.environment = {"source": "TORCH_TRACE", "ranks": sorted({r.rank for t in raw.traces for r in t.records
+                                                                     if r.rank is not None})}
+    staging = make_staging_dir(out)
+    try:
+        build_bundle(staging, raw, bundle)
+        if not bundle.graphs:
+            bundle.notes.append("the trace holds no Inductor output code (was the backend inductor?)")
+        if not triton_cache:
+            bundle.notes.append("Triton stages absent: no Triton cache folder was given (--triton-cache)")
+        save_manifest(bundle, staging)
+        commit_staging_dir(staging, out, replace=replace)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    bundle.root = str(out)
+    return bundle

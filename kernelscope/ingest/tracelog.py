@@ -1,0 +1,123 @@
+"""Reading TORCH_TRACE structured logs (the files tlparse reads), without torch.
+
+Each record is a glog-prefixed line holding a JSON envelope; when the envelope has
+``has_payload``, the payload follows as tab-indented lines. Interned strings (``{"str": [path, i]}``)
+give the file names that stack frames refer to by index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_PREFIX = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\] ")
+_ENVELOPE_META = {"frame_id", "frame_compile_id", "attempt", "has_payload", "compiled_autograd_id", "rank"}
+
+
+@dataclass
+class TraceRecord:
+    kind: str  # "dynamo_output_graph", "artifact:inductor_post_grad_graph", ...
+    data: dict[str, Any]
+    frame_id: int | None
+    frame_compile_id: int | None
+    attempt: int
+    payload: str = ""
+    rank: int | None = None
+
+    @property
+    def compile_id(self) -> str:
+        if self.frame_id is None:
+            return ""
+        cid = f"{self.frame_id}/{self.frame_compile_id}"
+        return cid + (f"_{self.attempt}" if self.attempt else "")
+
+    @property
+    def body(self) -> Any:
+        return self.data.get(self.kind.split(":", 1)[0])
+
+
+@dataclass
+class TraceLog:
+    records: list[TraceRecord] = field(default_factory=list)
+    strings: dict[int, str] = field(default_factory=dict)
+
+    def of(self, kind: str) -> list[TraceRecord]:
+        return [r for r in self.records if r.kind == kind]
+
+
+def _kind_of(envelope: dict[str, Any]) -> str:
+    for key in envelope:
+        if key not in _ENVELOPE_META:
+            if key == "artifact":
+                return "artifact:" + str(envelope[key].get("name", ""))
+            return key
+    return ""
+
+
+def iter_records(lines: Iterator[str]) -> Iterator[tuple[dict[str, Any], list[str]]]:
+    envelope: dict[str, Any] | None = None
+    payload: list[str] = []
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if line.startswith("\t"):
+            if envelope is not None:
+                payload.append(line[1:])
+            continue
+        m = _PREFIX.match(line)
+        if not m:
+            continue
+        if envelope is not None:
+            yield envelope, payload
+        try:
+            envelope = json.loads(line[m.end():])
+        except ValueError:
+            envelope = None
+        payload = []
+    if envelope is not None:
+        yield envelope, payload
+
+
+def parse_trace_file(path: str | os.PathLike) -> TraceLog:
+    log = TraceLog()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for envelope, payload in iter_records(fh):
+            if not isinstance(envelope, dict):
+                continue
+            kind = _kind_of(envelope)
+            if kind == "str":
+                value = envelope["str"]
+                if isinstance(value, list) and len(value) == 2:
+                    log.strings[int(value[1])] = str(value[0])
+                continue
+            if kind in ("chromium_event", ""):
+                continue
+            log.records.append(
+                TraceRecord(
+                    kind=kind,
+                    data=envelope,
+                    frame_id=envelope.get("frame_id"),
+                    frame_compile_id=envelope.get("frame_compile_id"),
+                    attempt=envelope.get("attempt", 0) or 0,
+                    payload="\n".join(payload),
+                    rank=envelope.get("rank"),
+                )
+            )
+    return log
+
+
+def trace_files(folder: str | os.PathLike) -> list[Path]:
+    """The trace logs in a TORCH_TRACE folder (one per process / rank), oldest first."""
+    root = Path(folder)
+    if root.is_file():
+        return [root]
+    files = [p for p in root.rglob("*.log") if p.is_file()]
+    return sorted(files, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def parse_trace_folder(folder: str | os.PathLike) -> list[tuple[Path, TraceLog]]:
+    return [(p, parse_trace_file(p)) for p in trace_files(folder)]

@@ -1,0 +1,187 @@
+"""Headless views of a bundle: a readable summary, the same as JSON, or one artifact as plain text.
+
+Everything the UI shows is reachable from here with ``less`` and ``grep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from kernelscope.bundle.io import BundleError, read_bundle, read_text
+from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, Kernel, to_dict
+
+GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
+KERNEL_ARTIFACTS = ("source", "ttir", "ttgir", "llir", "ptx")
+LOG_ARTIFACTS = ("stdout", "stderr")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", help="a bundle folder written by `kernelscope capture`")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON, for scripts")
+    p.add_argument("--kernel", metavar="NAME", help="a kernel name or id (see the summary)")
+    p.add_argument("--graph", metavar="ID", help="a graph id, for graph artifacts (default: all graphs)")
+    p.add_argument("--artifact", metavar="NAME",
+                   help="print one artifact: source, output_code, fx-dynamo, fx-aot, fx-aot-joint, fx-post-grad, "
+                        "ttir, ttgir, llir, ptx, sass, passes, facts, stdout, stderr")
+    p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def user_line_text(k: Kernel) -> str:
+    return ", ".join(f"{u.file.rsplit('/', 1)[-1]}:{u.line}" for u in k.user_lines)
+
+
+def summary_dict(b: Bundle) -> dict[str, Any]:
+    """What `show --json` prints: the manifest plus per-kernel derived counts."""
+    data = to_dict(b)
+    for k, kd in zip(b.kernels, data["kernels"]):
+        kd["bytes_read"] = k.bytes_read
+        kd["bytes_written"] = k.bytes_written
+    data["bundle"] = b.root
+    return data
+
+
+def summary_text(b: Bundle) -> str:
+    out: list[str] = []
+    t = b.target
+    env = b.environment
+    status = "" if b.status == "ok" else f"  [FAILED: {b.error}]"
+    out.append(f"{t.get('spec', '?')}  ({b.root}){status}")
+    opts = b.options
+    if opts:
+        flags = [f"mode={opts.get('mode') or 'default'}", f"device={opts.get('device')}"]
+        flags += [k for k in ("dynamic", "fullgraph", "backward") if opts.get(k)]
+        out.append("options: " + ", ".join(flags) + (f"   inputs: {', '.join(t.get('inputs', []))}" if t.get("inputs")
+                                                      else ""))
+    if env:
+        versions = ", ".join(f"{k} {env[k]}" for k in ("torch", "triton", "python") if env.get(k))
+        device = env.get("device_name") or ""
+        cc = f" (sm_{env['compute_capability'].replace('.', '')})" if env.get("compute_capability") else ""
+        out.append(f"environment: {versions}; {device}{cc}")
+    if b.timings:
+        out.append("timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in b.timings.items()))
+    out.append("")
+    out.append(f"graphs ({len(b.graphs)}):")
+    for g in b.graphs:
+        where = f"  {g.code_name} at {g.code_file.rsplit('/', 1)[-1]}:{g.code_line}" if g.code_name else ""
+        out.append(f"  {g.id:<22} {g.kind:<10} {len(g.kernel_ids)} kernel(s){where}")
+    out.append("")
+    out.append(f"kernels in launch order ({len(b.kernels)}):")
+    for g in b.graphs:
+        ks = b.kernels_of(g.id)
+        if not ks:
+            continue
+        out.append(f"  [{g.id}]")
+        for k in ks:
+            launches = f" x{k.launches}" if k.launches > 1 else ""
+            moved = f"read {fmt_bytes(k.bytes_read)}, write {fmt_bytes(k.bytes_written)}"
+            out.append(f"    {k.name}{launches}  ({k.kind}; {moved})")
+            if k.fx_nodes:
+                out.append(f"        fx nodes: {', '.join(k.fx_nodes)}")
+            if k.aten_ops:
+                out.append(f"        aten: {', '.join(k.aten_ops)}")
+            for u in k.user_lines:
+                out.append(f"        line {u.file.rsplit('/', 1)[-1]}:{u.line}: {u.code}")
+            if k.lang == "triton":
+                stages = sorted({s for v in k.triton for s in v.files}, key=TRITON_STAGES.index)
+                cfgs = ", ".join(f"warps={v.metadata.get('num_warps')} stages={v.metadata.get('num_stages')}"
+                                 + (" (chosen)" if v.chosen else "") for v in k.triton)
+                out.append(f"        triton: {cfgs or 'no compiled stages found'}"
+                           + (f"; stages: {', '.join(stages)}" if stages else ""))
+    if b.graph_breaks:
+        out.append("")
+        out.append(f"graph breaks ({len(b.graph_breaks)}):")
+        for gb in b.graph_breaks:
+            out.append(f"  {gb.file.rsplit('/', 1)[-1]}:{gb.line}: {gb.reason}" + (f"  [{gb.code}]" if gb.code else ""))
+    if b.recompiles:
+        out.append("")
+        out.append(f"recompiles ({len(b.recompiles)}):")
+        for r in b.recompiles:
+            out.append(f"  {r.file.rsplit('/', 1)[-1]}:{r.line}: {r.reason}")
+    if b.autotune:
+        out.append("")
+        for a in b.autotune:
+            out.append(f"autotune {a.op}: {len(a.choices)} choices")
+            for c in a.choices[:5]:
+                ms = f"{c.time_ms:.4f} ms" if c.time_ms is not None else "failed"
+                out.append(f"  {c.name:<24} {ms:>12} {c.percent or 0:6.1f}%  {c.config}")
+    if b.notes:
+        out.append("")
+        for n in b.notes:
+            out.append(f"note: {n}")
+    return "\n".join(out) + "\n"
+
+
+def artifact_text(b: Bundle, artifact: str, kernel: str | None = None, graph: str | None = None,
+                  arch: str | None = None) -> str:
+    k = b.kernel(kernel) if kernel else None
+    if artifact in LOG_ARTIFACTS:
+        rel = b.files.get(artifact)
+        if not rel:
+            raise BundleError(f"this bundle has no {artifact} log")
+        return read_text(b, rel)
+    if artifact in GRAPH_ARTIFACTS:
+        graphs = [b.graph(graph)] if graph else ([b.graph(k.graph)] if k else b.graphs)
+        texts = []
+        for g in graphs:
+            rel = g.files.get(artifact)
+            if rel:
+                texts.append((g.id, read_text(b, rel)))
+        if not texts:
+            raise BundleError(f"no {artifact} in {'graph ' + graphs[0].id if len(graphs) == 1 else 'this bundle'}")
+        if len(texts) == 1:
+            return texts[0][1]
+        return "".join(f"# ===== kernelscope: graph {gid} =====\n{text}\n" for gid, text in texts)
+    if k is None:
+        raise BundleError(f"--artifact {artifact} needs --kernel NAME; kernels: " + ", ".join(x.name for x in b.kernels))
+    if artifact == "source" and not arch:
+        if not k.source:
+            raise BundleError(f"{k.name} is an extern call ({k.call_text}); it has no generated source")
+        return read_text(b, k.source)
+    if artifact in KERNEL_ARTIFACTS and not arch:
+        variant = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
+        if variant is None or artifact not in variant.files:
+            why = "it is not a Triton kernel" if k.lang != "triton" else "Triton's cache had no such stage for it"
+            raise BundleError(f"no {artifact} for {k.name}: {why}")
+        return read_text(b, variant.files[artifact])
+    try:
+        from kernelscope.pipeline.artifacts import ARTIFACTS, render_artifact
+    except ImportError as exc:
+        raise BundleError(f"--artifact {artifact} needs kernelscope.pipeline ({exc})") from exc
+    if artifact not in ARTIFACTS:
+        known = sorted(set(GRAPH_ARTIFACTS + KERNEL_ARTIFACTS + LOG_ARTIFACTS) | set(ARTIFACTS))
+        raise BundleError(f"unknown artifact {artifact!r}; one of: {', '.join(known)}")
+    return render_artifact(b, k, artifact, arch=arch)
+
+
+def run(args: argparse.Namespace) -> int:
+    b = read_bundle(args.bundle)
+    if args.artifact:
+        text = artifact_text(b, args.artifact, args.kernel, args.graph, args.arch)
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        return 0
+    if args.kernel:
+        k = b.kernel(args.kernel)
+        if args.json:
+            print(json.dumps(to_dict(k), indent=1))
+        else:
+            sub = Bundle(graphs=[b.graph(k.graph)], kernels=[k], target=b.target)
+            sub.root = b.root
+            sys.stdout.write(summary_text(sub))
+        return 0
+    if args.json:
+        print(json.dumps(summary_dict(b), indent=1))
+    else:
+        sys.stdout.write(summary_text(b))
+    return 0

@@ -1,0 +1,219 @@
+"""Targets ("add_relu", "path/to/file.py::fn") and input specs ("f32[4096, 1024], f32[1024] grad").
+
+Pure Python: targets are checked statically (``ast``), so a typo fails in milliseconds with one
+line, before any child process or torch import.
+
+Inputs convention: a target ``fn`` takes its inputs from, in order of preference, ``--args``;
+a function ``fn_inputs(device)`` defined next to it in the same file; a module-level
+``example_inputs(device)``. Each returns a tuple of arguments. A sample may also set
+``OPTIONS = {...}`` (e.g. ``{"backward": True}``) as its default capture options.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DTYPES = {
+    "f32": "float32", "float32": "float32", "float": "float32",
+    "f16": "float16", "float16": "float16", "half": "float16",
+    "bf16": "bfloat16", "bfloat16": "bfloat16",
+    "f64": "float64", "float64": "float64", "double": "float64",
+    "i32": "int32", "int32": "int32", "i64": "int64", "int64": "int64", "long": "int64",
+    "i16": "int16", "int16": "int16", "i8": "int8", "int8": "int8", "u8": "uint8", "uint8": "uint8",
+    "bool": "bool", "b8": "bool",
+}
+
+
+class TargetError(Exception):
+    """A bad target or input spec; the message is one line for the user."""
+
+
+@dataclass
+class TensorSpec:
+    dtype: str  # torch dtype name: float32, bfloat16, ...
+    shape: list[int]
+    requires_grad: bool = False
+
+    def __str__(self) -> str:
+        short = {v: k for k, v in DTYPES.items() if len(k) <= 4 and k not in ("long", "half", "bool")}
+        name = short.get(self.dtype, self.dtype) if self.dtype != "bool" else "bool"
+        return f"{name}[{', '.join(map(str, self.shape))}]" + (" grad" if self.requires_grad else "")
+
+
+@dataclass
+class ScalarSpec:
+    value: Any
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass
+class Target:
+    spec: str  # as the user wrote it
+    file: str  # absolute path of the Python file
+    name: str  # function or nn.Module class name
+    is_class: bool = False
+    is_sample: bool = False
+    first_line: int | None = None
+    last_line: int | None = None
+    has_inputs_factory: bool = False
+    sample_options: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+
+_SPEC = re.compile(
+    r"^\s*(?P<dtype>[A-Za-z][A-Za-z0-9]*)\s*\[(?P<shape>[^\]]*)\]"
+    r"(?:\s*\[[^\]]*\])?"  # an FX stride, as printed in graphs: f32[16][1]
+    r"(?:\s*(?:cuda|cpu)(?::\d+)?)?"  # an FX device suffix
+    r"(?P<grad>\s+(?:grad|requires_grad))?\s*$"
+)
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur))
+    return parts
+
+
+def parse_args_spec(text: str) -> list[TensorSpec | ScalarSpec]:
+    """Parse ``--args``: tensors as FX prints them, plus plain numbers and booleans."""
+    if not text or not text.strip():
+        raise TargetError('empty --args; give input shapes like --args "f32[4096, 1024], f32[1024]"')
+    specs: list[TensorSpec | ScalarSpec] = []
+    for i, raw in enumerate(_split_top(text), start=1):
+        item = raw.strip()
+        if not item:
+            raise TargetError(f"--args item {i} is empty; separate inputs with single commas")
+        m = _SPEC.match(item)
+        if m:
+            dtype = DTYPES.get(m.group("dtype").lower())
+            if dtype is None:
+                raise TargetError(
+                    f"--args item {i} {item!r}: unknown dtype {m.group('dtype')!r}; use one of f32, f16, bf16, f64, "
+                    "i64, i32, i16, i8, u8, bool"
+                )
+            shape = []
+            for dim in m.group("shape").split(","):
+                dim = dim.strip()
+                if not dim:
+                    continue
+                if not dim.isdigit():
+                    raise TargetError(f"--args item {i} {item!r}: size {dim!r} is not a non-negative integer")
+                shape.append(int(dim))
+            grad = bool(m.group("grad"))
+            if grad and dtype not in ("float32", "float16", "bfloat16", "float64"):
+                raise TargetError(f"--args item {i} {item!r}: only floating-point tensors can require grad")
+            specs.append(TensorSpec(dtype=dtype, shape=shape, requires_grad=grad))
+            continue
+        if re.fullmatch(r"[-+]?\d+", item):
+            specs.append(ScalarSpec(int(item)))
+        elif re.fullmatch(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?", item):
+            specs.append(ScalarSpec(float(item)))
+        elif item in ("True", "False"):
+            specs.append(ScalarSpec(item == "True"))
+        else:
+            raise TargetError(
+                f"--args item {i} {item!r} is not a tensor spec; write dtype[sizes], e.g. f32[4096, 1024] "
+                "(add ' grad' for requires_grad)"
+            )
+    return specs
+
+
+def samples_dir() -> Path:
+    env = os.environ.get("KERNELSCOPE_SAMPLES")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "samples"
+
+
+def list_samples() -> list[Target]:
+    folder = samples_dir()
+    out = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        try:
+            out.append(_resolve_file(str(path), path.stem, spec=path.stem, is_sample=True))
+        except TargetError:
+            continue
+    return out
+
+
+def resolve_target(spec: str) -> Target:
+    """A sample name or ``file.py::name``; checked without running the file."""
+    spec = spec.strip()
+    if not spec:
+        raise TargetError("no target; give a sample name (see `kernelscope samples`) or path/to/file.py::function")
+    if "::" in spec:
+        file, _, name = spec.rpartition("::")
+        if not name:
+            raise TargetError(f"{spec}: nothing after '::'; write path/to/file.py::function")
+        return _resolve_file(file, name, spec=spec)
+    if spec.endswith(".py") or os.sep in spec:
+        raise TargetError(f"{spec}: name the function too, as {spec}::function")
+    sample = samples_dir() / f"{spec}.py"
+    if sample.is_file():
+        return _resolve_file(str(sample), spec, spec=spec, is_sample=True)
+    names = ", ".join(t.name for t in list_samples())
+    raise TargetError(f"no sample named {spec!r}; samples: {names} (or use path/to/file.py::function)")
+
+
+def _resolve_file(file: str, name: str, *, spec: str, is_sample: bool = False) -> Target:
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise TargetError(f"{file}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"{file}: cannot read it ({exc.__class__.__name__})") from exc
+    try:
+        tree = ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        raise TargetError(f"{file}:{exc.lineno}: syntax error: {exc.msg}") from exc
+    defs = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    defs.setdefault(t.id, node)
+    node = defs.get(name)
+    if node is None:
+        funcs = [n for n, d in defs.items() if isinstance(d, (ast.FunctionDef, ast.ClassDef)) and not n.startswith("_")]
+        raise TargetError(f"{file}: no function or class named {name!r}; found: {', '.join(funcs) or 'none'}")
+    first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
+    target = Target(
+        spec=spec, file=str(path.resolve()), name=name, is_class=isinstance(node, ast.ClassDef),
+        is_sample=is_sample, first_line=first, last_line=getattr(node, "end_lineno", None),
+        has_inputs_factory=f"{name}_inputs" in defs or "example_inputs" in defs,
+    )
+    doc = ast.get_docstring(tree) or ""
+    target.description = doc.strip().split("\n")[0] if doc else ""
+    options = defs.get("OPTIONS")
+    if isinstance(options, ast.Assign):
+        try:
+            value = ast.literal_eval(options.value)
+            if isinstance(value, dict):
+                target.sample_options = value
+        except ValueError:
+            pass
+    return target

@@ -1,0 +1,53 @@
+"""Shared fixtures: bundles built from the real H200 reference artifacts, and one real CPU capture.
+
+Both are session-scoped: building from the reference is pure Python (well under a second each);
+the CPU capture runs a real torch.compile (about 20-30 s on a 2-core machine) once per run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = REPO.parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+REF_CASES = ("add_relu", "mul_add_sigmoid", "linear_relu", "linear_relu_autotune", "linear_relu_bf16_autotune",
+             "softmax", "layernorm", "sin_cos", "with_break", "mlp_train")
+GPU_FIXTURES = REPO / "tests" / "fixtures" / "gpu"
+
+
+def kernelscope_cmd(*args: str, timeout: float = 600, env: dict | None = None, cwd: str | None = None):
+    """Run the CLI as a user would, in a fresh process."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "kernelscope", *args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=cwd or str(REPO))
+
+
+@pytest.fixture(scope="session")
+def ref_bundles(tmp_path_factory) -> dict[str, Path]:
+    """Bundles built from ../shared/reference (real H200 TORCH_TRACE logs + Triton caches)."""
+    if not REFERENCE.is_dir():
+        pytest.skip(f"reference artifacts not found at {REFERENCE}")
+    from kernelscope.ingest.open_trace import bundle_from_trace
+
+    root = tmp_path_factory.mktemp("ref-bundles")
+    out = {}
+    for case in REF_CASES:
+        src = REFERENCE / case
+        out[case] = root / case
+        bundle_from_trace(src / "trace", out[case], triton_cache=src / "triton", stderr_log=src / "torch_logs.txt")
+    return out
+
+
+@pytest.fixture(scope="session")
+def cpu_add_relu(tmp_path_factory) -> Path:
+    """A real `kernelscope capture add_relu --device cpu`, shared by every test that reads it."""
+    out = tmp_path_factory.mktemp("cpu") / "add_relu"
+    proc = kernelscope_cmd("capture", "add_relu", "-o", str(out), "--device", "cpu", "-q")
+    assert proc.returncode == 0, proc.stderr
+    return out
