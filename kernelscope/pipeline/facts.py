@@ -40,8 +40,7 @@ def resource_usage(cubin: Path) -> dict[str, int]:
     m = _RES_USAGE.search(out)
     if not m:
         raise ToolError("cuobjdump -res-usage printed no resource line")
-    return {"registers": int(m.group(1)), "stack": int(m.group(2)), "shared": int(m.group(3)),
-            "local": int(m.group(4))}
+    return {"registers": int(m.group(1)), "stack": int(m.group(2)), "shared": int(m.group(3)), "local": int(m.group(4))}
 
 
 def _width(mods: str, default: int = 32) -> int:
@@ -75,16 +74,21 @@ def sass_counts(sass: str) -> dict[str, int]:
     return dict(counts)
 
 
-def kernel_facts(metadata: dict, cubin: Path | None, sass: StageText | None = None,
-                 grid: object | None = None) -> list[Fact]:
+def kernel_facts(
+    metadata: dict, cubin: Path | None, sass: StageText | None = None, grid: object | None = None
+) -> list[Fact]:
     """Facts about one compiled kernel; a fact that cannot be read is listed with the reason."""
     facts: list[Fact] = []
     src = "Triton metadata json"
     target = metadata.get("target") or {}
     if isinstance(target, dict) and target.get("arch"):
         facts.append(Fact("target", f"sm_{target['arch']}", src))
-    for key, label in (("num_warps", "num_warps"), ("num_stages", "num_stages"), ("num_ctas", "num_ctas"),
-                       ("shared", "shared memory (bytes)")):
+    for key, label in (
+        ("num_warps", "num_warps"),
+        ("num_stages", "num_stages"),
+        ("num_ctas", "num_ctas"),
+        ("shared", "shared memory (bytes)"),
+    ):
         if metadata.get(key) is not None:
             facts.append(Fact(label, metadata[key], src))
     if metadata.get("maxnreg"):
@@ -93,8 +97,12 @@ def kernel_facts(metadata: dict, cubin: Path | None, sass: StageText | None = No
     if cubin is not None and cubin.is_file():
         try:
             res = resource_usage(cubin)
-            for key, label in (("registers", "registers per thread"), ("stack", "stack (bytes)"),
-                               ("local", "local memory / spills (bytes)"), ("shared", "static shared (bytes)")):
+            for key, label in (
+                ("registers", "registers per thread"),
+                ("stack", "stack (bytes)"),
+                ("local", "local memory / spills (bytes)"),
+                ("shared", "static shared (bytes)"),
+            ):
                 facts.append(Fact(label, res[key], "cuobjdump -res-usage"))
         except ToolError as exc:
             facts.append(Fact("registers per thread", "unknown", str(exc)))
@@ -109,8 +117,9 @@ def kernel_facts(metadata: dict, cubin: Path | None, sass: StageText | None = No
     return facts
 
 
-def facts_for(bundle: Bundle, kernel: Kernel, variant: TritonVariant | str | int | None = None,
-              sass: StageText | None = None) -> list[Fact]:
+def facts_for(
+    bundle: Bundle, kernel: Kernel, variant: TritonVariant | str | int | None = None, sass: StageText | None = None
+) -> list[Fact]:
     """Facts about a bundle kernel's chosen (or given) Triton variant."""
     chosen = pick_variant(kernel, variant)
     if chosen is None:

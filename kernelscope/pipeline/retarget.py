@@ -35,8 +35,13 @@ class Retarget:
         return kernel_facts(meta, self.compile.files.get("cubin"), self.stage("sass"))
 
 
-def retarget(bundle: Bundle, kernel: Kernel, arch: str | int, out_dir: Path | None = None,
-             variant: TritonVariant | str | int | None = None) -> Retarget:
+def retarget(
+    bundle: Bundle,
+    kernel: Kernel,
+    arch: str | int,
+    out_dir: Path | None = None,
+    variant: TritonVariant | str | int | None = None,
+) -> Retarget:
     """Compile the kernel for ``arch`` (e.g. "sm_80") and load every stage; PipelineError on failure."""
     cc = parse_arch(arch)
     result = compile_kernel(bundle, kernel, arch=cc, variant=variant, out_dir=out_dir)
@@ -48,11 +53,15 @@ def diff_stages(a: StageText, b: StageText, label_a: str, label_b: str, context:
     """Unified diff of two texts of the same stage (e.g. PTX for sm_80 vs sm_90)."""
     if a.missing or b.missing:
         return f"({a.title}: {a.missing_reason or b.missing_reason})"
-    return "\n".join(difflib.unified_diff(a.lines, b.lines, f"{a.title} {label_a}", f"{b.title} {label_b}",
-                                          n=context, lineterm=""))
+    return "\n".join(
+        difflib.unified_diff(a.lines, b.lines, f"{a.title} {label_a}", f"{b.title} {label_b}", n=context, lineterm="")
+    )
 
 
 def compare_archs(a: Retarget, b: Retarget) -> dict[str, str]:
     """Stage name -> unified diff, for every stage after the source."""
-    return {spec.name: diff_stages(a.stage(spec.name), b.stage(spec.name), f"sm_{a.arch}", f"sm_{b.arch}")
-            for spec in STAGES if spec.name != "source"}
+    return {
+        spec.name: diff_stages(a.stage(spec.name), b.stage(spec.name), f"sm_{a.arch}", f"sm_{b.arch}")
+        for spec in STAGES
+        if spec.name != "source"
+    }
