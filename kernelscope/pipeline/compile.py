@@ -182,3 +182,23 @@ def compile_kernel(
     out = Path(out_dir) if out_dir is not None else work_dir_for(bundle, kernel, chosen, cc, what)
     name = ir_path.stem
     return compile_ir(ir_path, name, cc, dict(chosen.metadata or {}), out, start=start, dump_passes=dump_passes)
+
+
+def compile_folder(
+    folder: Path, arch: str | int, out_dir: Path, name: str | None = None, dump_passes: bool = False
+) -> CompileResult:
+    """Recompile a Triton cache entry (a folder of ``<name>.source/.ttir/.json``) for ``arch``."""
+    from kernelscope.pipeline.stages import stage_files_in_folder
+
+    try:
+        files = stage_files_in_folder(Path(folder), name)
+    except KeyError as exc:
+        raise PipelineError(str(exc).strip("'\"")) from exc
+    start = "source" if "source" in files else "ttir" if "ttir" in files else None
+    if start is None:
+        raise PipelineError(f"{folder}: no .source or .ttir MLIR to compile from")
+    options = json.loads(files["json"].read_text(encoding="utf-8")) if "json" in files else {}
+    ir_path = files[start]
+    return compile_ir(
+        ir_path, ir_path.stem, parse_arch(arch), options, Path(out_dir), start=start, dump_passes=dump_passes
+    )

@@ -268,9 +268,17 @@ def ptx_frames(text: str) -> dict[int, frozenset[Frame]]:
             files[m.group(1)] = m.group(2)
     out: dict[int, frozenset[Frame]] = {}
     current: frozenset[Frame] | None = None
+    in_asm = False
     for n, line in enumerate(lines, 1):
         stripped = line.strip()
+        if stripped in ("// begin inline asm", "// end inline asm"):
+            in_asm = stripped == "// begin inline asm"
+            continue
         m = _PTX_LOC.match(line)
+        # Newer LLVM puts a .loc before every line of an inline asm block, counting the asm's own lines
+        # up from the op's line; the op's location is the one in force where the block begins.
+        if m and in_asm:
+            continue
         if m:
             frames = [(files.get(m.group(1), m.group(1)), int(m.group(2)))]
             rest = m.group(4)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelscope.bundle.model import Bundle, Kernel, TritonVariant
-from kernelscope.pipeline.compile import CompileResult, compile_kernel, parse_arch
+from kernelscope.pipeline.compile import CompileResult, compile_folder, compile_kernel, parse_arch
 from kernelscope.pipeline.facts import Fact, kernel_facts
 from kernelscope.pipeline.stages import STAGES, StageText, kernel_source_path, load_stage_files
 
@@ -65,3 +65,12 @@ def compare_archs(a: Retarget, b: Retarget) -> dict[str, str]:
         for spec in STAGES
         if spec.name != "source"
     }
+
+
+def retarget_folder(
+    folder: Path, arch: str | int, out_dir: Path, source: Path | None = None, name: str | None = None
+) -> Retarget:
+    """``retarget`` for a plain Triton cache folder (e.g. an autotune candidate not in the bundle)."""
+    result = compile_folder(Path(folder), arch, Path(out_dir), name=name)
+    stages = load_stage_files(result.files, Path(source) if source else None, cache_dir=result.out_dir)
+    return Retarget(result.arch, result, stages)
