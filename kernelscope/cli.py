@@ -112,7 +112,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
         return 0
     if result.status == "failed":
         print(f"kernelscope: {result.message}", file=sys.stderr)
-        print(f"kernelscope: what was captured before the failure is in {out} (marked failed)", file=sys.stderr)
+        if result.out is not None:
+            print(f"kernelscope: what was captured before the failure is in {out} (marked failed)", file=sys.stderr)
         return EXIT_USAGE
     print(f"kernelscope: {result.message}", file=sys.stderr)
     return EXIT_USAGE

@@ -13,14 +13,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, from_dict, to_dict
+from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, from_dict, to_dict
 
 MANIFEST = "bundle.json"
 TMP_PREFIX = ".kernelscope-tmp-"
-
-
-class BundleError(Exception):
-    """A bundle that cannot be read or written; the message is one line for the user."""
 
 
 def read_bundle(path: str | os.PathLike) -> Bundle:

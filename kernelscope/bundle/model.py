@@ -11,6 +11,17 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+class BundleError(Exception):
+    """A bundle that cannot be read, written or looked into; the message is one line for the user."""
+
+
+class NotInBundle(BundleError, KeyError):
+    """A kernel or graph id that the bundle does not have (also a KeyError, for dict-like callers)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 SCHEMA_NAME = "kernelscope.bundle"
 SCHEMA_VERSION = 1
 
@@ -192,14 +203,14 @@ class Bundle:
         if len(named) == 1:
             return named[0]
         if not named:
-            raise KeyError(f"no kernel {key!r} in this capture; kernels: " + ", ".join(k.name for k in self.kernels))
-        raise KeyError(f"kernel name {key!r} is ambiguous; use one of: " + ", ".join(k.id for k in named))
+            raise NotInBundle(f"no kernel {key!r} in this capture; kernels: " + ", ".join(k.name for k in self.kernels))
+        raise NotInBundle(f"kernel name {key!r} is ambiguous; use one of: " + ", ".join(k.id for k in named))
 
     def graph(self, graph_id: str) -> Graph:
         for g in self.graphs:
             if g.id == graph_id:
                 return g
-        raise KeyError(f"no graph {graph_id!r}; graphs: " + ", ".join(g.id for g in self.graphs))
+        raise NotInBundle(f"no graph {graph_id!r}; graphs: " + ", ".join(g.id for g in self.graphs))
 
     def kernels_of(self, graph_id: str) -> list[Kernel]:
         return [k for k in self.kernels if k.graph == graph_id]

@@ -4,7 +4,8 @@ Runs as ``python -m kernelscope.capture.child REQUEST.json``. Before torch is im
 TORCH_TRACE, TRITON_CACHE_DIR and Inductor's cache at private folders of the work directory, so
 a warm cache never hides code. Progress goes to the file descriptor named in the request, one JSON
 object a line; the user's own stdout/stderr (and TORCH_LOGS output) go to files in the work folder.
-Exit status: 0 captured, 3 captured but failed (a bundle marked failed was written), 4 crashed.
+Exit status: 0 captured, 3 captured but failed (a bundle marked failed was written), 4 crashed,
+5 failed before compiling (no bundle).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 EXIT_OK = 0
 EXIT_FAILED = 3
 EXIT_INTERNAL = 4
+EXIT_NO_BUNDLE = 5  # failed before compiling anything (bad target or inputs, no GPU)
 
 
 class Events:

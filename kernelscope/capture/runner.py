@@ -64,7 +64,8 @@ class Capture:
 
     def __init__(self, target: Target, out: str | os.PathLike, *, args: list[TensorSpec | ScalarSpec] | None = None,
                  args_text: str = "", options: CaptureOptions | None = None, replace: bool = False,
-                 python: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None):
+                 python: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None,
+                 work_root: str | os.PathLike | None = None):
         self.target = target
         self.out = Path(out)
         self.args = args
@@ -73,6 +74,7 @@ class Capture:
         self.replace = replace
         self.python = python or sys.executable
         self.on_event = on_event
+        self.work_root = work_root
         self._proc: subprocess.Popen | None = None
         self._cancelled = threading.Event()
         self.events: list[dict[str, Any]] = []
@@ -106,7 +108,7 @@ class Capture:
             raise CaptureError(f"{self.out} exists and is not a kernelscope bundle; refusing to replace it", "exists")
         t0 = time.time()
         staging = make_staging_dir(self.out)
-        work = Path(tempfile.mkdtemp(prefix="kernelscope-work-"))
+        work = Path(tempfile.mkdtemp(prefix="kernelscope-work-", dir=self.work_root))
         read_fd, write_fd = os.pipe()
         request_path = work / "request.json"
         request_path.write_text(json.dumps(self._request(work, staging, write_fd)), encoding="utf-8")
@@ -153,6 +155,9 @@ class Capture:
                 status = "ok" if rc == 0 else "failed"
                 return CaptureResult(status, self.out, bundle.error, bundle.error_kind, self.events, seconds, bundle)
             message = self._crash_message(rc, stderr_tail)
+            if rc == 5:  # failed before compiling anything: the child wrote no bundle on purpose
+                kind = next((e.get("kind", "") for e in reversed(self.events) if e.get("phase") == "error"), "")
+                return CaptureResult("failed", None, message, kind, self.events, seconds)
             return CaptureResult("crashed", None, message, "crash", self.events, seconds)
         finally:
             if write_fd >= 0:

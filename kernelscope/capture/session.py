@@ -10,6 +10,7 @@ import importlib.util
 import logging
 import os
 import platform
+import re
 import sys
 import time
 import traceback
@@ -20,7 +21,7 @@ import torch
 
 from kernelscope.bundle.io import save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.child import EXIT_FAILED, EXIT_OK, Events, environment_facts
+from kernelscope.capture.child import EXIT_FAILED, EXIT_NO_BUNDLE, EXIT_OK, Events, environment_facts
 from kernelscope.capture.collect import write_bundle_from_work
 
 _TORCH_DTYPES = {
@@ -28,6 +29,10 @@ _TORCH_DTYPES = {
     "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
     "bool": torch.bool,
 }
+
+
+# Failures before anything was compiled: a bundle would hold nothing, so none is written.
+_NO_BUNDLE_KINDS = {"no_gpu", "target", "args"}
 
 
 class CaptureFailure(Exception):
@@ -75,8 +80,14 @@ def _load_module(path: str):
 
 
 def _user_frame(exc: BaseException, path: str) -> str:
+    """" (at file.py:LINE)" for the innermost frame in the user's file, from the traceback or, for
+    Dynamo's errors (raised outside the user's frames), from the "from user code" text."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-    return f" (at {Path(path).name}:{frames[-1].lineno})" if frames else ""
+    if frames:
+        return f" (at {Path(path).name}:{frames[-1].lineno})"
+    lines = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
+    mine = [int(n) for f, n in lines if f == path]
+    return f" (at {Path(path).name}:{mine[-1]})" if mine else ""
 
 
 def _make_inputs(request: dict, module, device: str) -> tuple:
@@ -272,6 +283,9 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
     bundle.timings = timings
     write_bundle_from_work(work, staging, bundle, user_file=target.get("file", ""))
     timings["collect"] = round(time.time() - t, 3)
+    if failure is not None and failure.kind in _NO_BUNDLE_KINDS and not bundle.graphs:
+        events.emit("error", failure.message, kind=failure.kind)
+        return EXIT_NO_BUNDLE
     if failure is not None:
         bundle.status = "failed"
         bundle.error = failure.message
