@@ -1,0 +1,60 @@
+"""``kernelscope report BUNDLE --format md|html|json [-o FILE]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from kernelscope.bundle.io import BundleError, read_bundle
+
+FORMATS = ("md", "html", "json")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("bundle", help="a bundle folder (from `kernelscope capture` or `kernelscope open`)")
+    p.add_argument("--format", "-f", choices=FORMATS, default=None,
+                   help="md (for a pull request), html (one self-contained page) or json; default: md, "
+                        "or from -o's suffix")
+    p.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of standard output")
+    p.add_argument("--no-sources", action="store_true", help="html: leave kernel sources out")
+
+
+def _format_for(args: argparse.Namespace) -> str:
+    if args.format:
+        return args.format
+    suffix = Path(args.out).suffix.lower() if args.out else ""
+    return {".html": "html", ".htm": "html", ".json": "json"}.get(suffix, "md")
+
+
+def render(bundle_path: str, fmt: str, sources: bool = True) -> str:
+    from kernelscope.report.data import report_data
+
+    bundle = read_bundle(bundle_path)
+    data = report_data(bundle)
+    if fmt == "json":
+        return json.dumps(data, indent=1) + "\n"
+    if fmt == "html":
+        from kernelscope.report.html import render_html
+
+        return render_html(data, bundle, sources=sources)
+    from kernelscope.report.markdown import render_markdown
+
+    return render_markdown(data)
+
+
+def run(args: argparse.Namespace) -> int:
+    text = render(args.bundle, _format_for(args), sources=not args.no_sources)
+    if not args.out:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.out)
+    if out.is_dir():
+        raise BundleError(f"{out} is a folder; give -o a file name such as report.md")
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    print(f"wrote {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,166 @@
+"""The report's content as plain data: one dict that the JSON format prints as is and the Markdown
+and HTML formats render, so the three always say the same thing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kernelscope.bundle.model import TRITON_STAGES, Bundle, Kernel
+from kernelscope.report.bench import BenchFacts, read_bench
+
+REPORT_VERSION = 1
+
+
+def short_path(path: str) -> str:
+    return path.rsplit("/", 1)[-1] if path else ""
+
+
+def where(file: str, line: int | None) -> str:
+    """``file.py:12`` as a user reads it ('' when unknown)."""
+    if not file:
+        return ""
+    return f"{short_path(file)}:{line}" if line is not None else short_path(file)
+
+
+def _sum_known(values: list[int | None]) -> int | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def _triton_facts(k: Kernel) -> dict[str, Any] | None:
+    if k.lang != "triton":
+        return None
+    chosen = next((v for v in k.triton if v.chosen), k.triton[0] if len(k.triton) == 1 else None)
+    stages = sorted({s for v in k.triton for s in v.files}, key=TRITON_STAGES.index)
+    facts: dict[str, Any] = {"variants": len(k.triton), "stages": stages}
+    if chosen is not None:
+        for key in ("num_warps", "num_stages", "shared"):
+            if key in chosen.metadata:
+                facts[key] = chosen.metadata[key]
+    return facts
+
+
+def kernel_data(k: Kernel, bench: BenchFacts | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "id": k.id,
+        "graph": k.graph,
+        "name": k.name,
+        "kind": k.kind,
+        "lang": k.lang,
+        "launches": k.launches,
+        "fused_nodes": list(k.fx_nodes),
+        "fused_nodes_pre": list(k.fx_nodes_pre),
+        "aten_ops": list(k.aten_ops),
+        "user_lines": [{"where": where(u.file, u.line), "file": u.file, "line": u.line, "code": u.code}
+                       for u in k.user_lines],
+        "bytes_read": k.bytes_read,
+        "bytes_written": k.bytes_written,
+        "call": k.call_text,
+        "source": k.source,
+        "triton": _triton_facts(k),
+    }
+    if bench is not None:
+        row["time_ms"] = bench.kernel_time_ms(k)
+        facts = bench.kernel_facts(k)
+        for key in ("gbps", "pct_peak"):
+            if key in facts:
+                row[key] = facts[key]
+    return row
+
+
+def _bench_data(bench: BenchFacts) -> dict[str, Any]:
+    def side(s) -> dict[str, Any]:
+        return {"launches": s.launches, "ms": s.ms, "kernel_ms": s.kernel_ms,
+                "kernels": {name: {"count": c, "ms": t} for name, (c, t) in s.kernels.items()}}
+
+    data = {"device": bench.device, "method": bench.method, "eager": side(bench.eager),
+            "compiled": side(bench.compiled)}
+    if bench.eager.ms and bench.compiled.ms:
+        data["speedup"] = bench.eager.ms / bench.compiled.ms
+    return data
+
+
+def report_data(b: Bundle) -> dict[str, Any]:
+    """Everything a report shows, as JSON-ready data."""
+    bench = read_bench(b)
+    t = b.target
+    kernels = [kernel_data(k, bench) for k in b.kernels]
+    kinds = Counter(k.kind for k in b.kernels)
+    graphs = []
+    for g in b.graphs:
+        graphs.append({"id": g.id, "compile_id": g.compile_id, "kind": g.kind, "function": g.code_name,
+                       "where": where(g.code_file, g.code_line),
+                       "kernels": [k.name for k in b.kernels_of(g.id)],
+                       "launches": sum(k.launches for k in b.kernels_of(g.id))})
+    return {
+        "kernelscope_report": REPORT_VERSION,
+        "bundle": b.root,
+        "status": b.status,
+        "error": b.error,
+        "target": {
+            "spec": t.get("spec", ""),
+            "kind": t.get("kind", "function"),
+            "function": t.get("name", ""),
+            "where": where(t.get("file", ""), t.get("first_line")),
+            "inputs": list(t.get("inputs", []) or []),
+        },
+        "options": dict(b.options),
+        "environment": dict(b.environment),
+        "summary": {
+            "graphs": len(b.graphs),
+            "kernels": len(b.kernels),
+            "launches": sum(k.launches for k in b.kernels),
+            "kinds": dict(sorted(kinds.items())),
+            "triton_kernels": sum(1 for k in b.kernels if k.lang == "triton"),
+            "graph_breaks": len(b.graph_breaks),
+            "recompiles": len(b.recompiles),
+            "bytes_read": _sum_known([k.bytes_read for k in b.kernels]),
+            "bytes_written": _sum_known([k.bytes_written for k in b.kernels]),
+        },
+        "bench": _bench_data(bench) if bench is not None else None,
+        "graphs": graphs,
+        "kernels": kernels,
+        "graph_breaks": [{"where": where(gb.file, gb.line), "file": gb.file, "line": gb.line, "reason": gb.reason,
+                          "code": gb.code, "compile_id": gb.compile_id} for gb in b.graph_breaks],
+        "recompiles": [{"where": where(r.file, r.line), "reason": r.reason, "compile_id": r.compile_id}
+                       for r in b.recompiles],
+        "autotune": [{"op": a.op, "dtypes": a.dtypes,
+                      "choices": [{"name": c.name, "time_ms": c.time_ms, "percent": c.percent, "config": c.config}
+                                  for c in a.choices]} for a in b.autotune],
+        "notes": list(b.notes),
+    }
+
+
+def options_text(options: dict[str, Any]) -> str:
+    """``mode=max-autotune, device=cuda, backward`` (flags only when on)."""
+    if not options:
+        return ""
+    parts = [f"mode={options.get('mode') or 'default'}"]
+    if options.get("device"):
+        parts.append(f"device={options['device']}")
+    if options.get("dynamic") is not None:
+        parts.append(f"dynamic={options['dynamic']}")
+    parts += [name for name in ("fullgraph", "backward") if options.get(name)]
+    return ", ".join(parts)
+
+
+def environment_text(env: dict[str, Any]) -> str:
+    """``torch 2.11.0, triton 3.6.0, python 3.12.3; NVIDIA H200 (sm_90)``."""
+    if not env:
+        return ""
+    versions = ", ".join(f"{name} {env[name]}" for name in ("torch", "triton", "python", "cuda") if env.get(name))
+    device = env.get("device_name") or ""
+    if env.get("compute_capability"):
+        device += f" (sm_{str(env['compute_capability']).replace('.', '')})"
+    text = "; ".join(x for x in (versions, device.strip()) if x)
+    if env.get("source") == "TORCH_TRACE":
+        ranks = env.get("ranks") or []
+        text = "opened from a TORCH_TRACE log" + (f" (ranks {', '.join(map(str, ranks))})" if ranks else "") + \
+            (f"; {text}" if text else "")
+    return text
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return ""
+    return f"{ms * 1000:.1f} us" if ms < 1 else f"{ms:.3f} ms"

@@ -1,0 +1,153 @@
+"""A Markdown report of a bundle, written to read well pasted into a pull request (GitHub tables)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kernelscope.report.data import environment_text, fmt_ms, options_text
+from kernelscope.show import fmt_bytes
+
+MAX_NODES_IN_CELL = 8
+
+
+def code(text: Any) -> str:
+    """An inline code span that survives any content (backticks, pipes in a table cell)."""
+    text = str(text).replace("\n", " ").replace("|", "\\|")
+    if not text:
+        return ""
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" or text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def cell(text: Any) -> str:
+    """Plain text for a table cell: no line breaks, pipes escaped, Markdown punctuation neutralised."""
+    text = str(text).replace("\n", " ").replace("\\", "\\\\").replace("|", "\\|")
+    for ch in "*`[]<>":
+        text = text.replace(ch, "\\" + ch)
+    # An underscore inside a word never starts emphasis; only escape the others (keeps x86_64 readable).
+    return re.sub(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])", r"\\_", text)
+
+
+def table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> list[str]:
+    align = align or ["l"] * len(header)
+    marks = {"l": "---", "r": "---:", "c": ":---:"}
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks[a] for a in align) + " |"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _nodes(names: list[str]) -> str:
+    shown = ", ".join(code(n) for n in names[:MAX_NODES_IN_CELL])
+    more = len(names) - MAX_NODES_IN_CELL
+    return shown + (f" +{more} more" if more > 0 else "")
+
+
+def _functions(data: dict[str, Any]) -> str:
+    seen: list[str] = []
+    for g in data["graphs"]:
+        text = code(g["function"]) + (f" at {code(g['where'])}" if g["where"] else "") if g["function"] else ""
+        if text and text not in seen:
+            seen.append(text)
+    return ", ".join(seen)
+
+
+def bench_rows(bench: dict[str, Any]) -> list[list[str]]:
+    e, c = bench["eager"], bench["compiled"]
+    rows = []
+    if e["launches"] is not None or c["launches"] is not None:
+        rows.append(["kernel launches per call", str(e["launches"] or ""), str(c["launches"] or "")])
+    if e["ms"] is not None or c["ms"] is not None:
+        rows.append(["end-to-end time per call", fmt_ms(e["ms"]), fmt_ms(c["ms"])])
+    if e["kernel_ms"] is not None or c["kernel_ms"] is not None:
+        rows.append(["device time in kernels", fmt_ms(e["kernel_ms"]), fmt_ms(c["kernel_ms"])])
+    if e["ms"] and c["ms"] and e["kernel_ms"] is not None and c["kernel_ms"] is not None:
+        rows.append(["time outside kernels", fmt_ms(max(e["ms"] - e["kernel_ms"], 0)),
+                     fmt_ms(max(c["ms"] - c["kernel_ms"], 0))])
+    return rows
+
+
+def render_markdown(data: dict[str, Any]) -> str:
+    """The Markdown text of a report (``data`` from report_data)."""
+    t, s = data["target"], data["summary"]
+    out: list[str] = [f"## kernelscope: {code(t['spec'] or '?')}", ""]
+    if data["status"] != "ok":
+        out += [f"> **Capture failed:** {cell(data['error'])}", ""]
+    facts = []
+    if t["function"]:
+        facts.append(f"- **Target:** {code(t['function'])}" + (f" at {code(t['where'])}" if t["where"] else "")
+                     + (f", inputs {', '.join(code(i) for i in t['inputs'])}" if t["inputs"] else ""))
+    elif t["spec"]:
+        facts.append(f"- **Target:** {code(t['spec'])}")
+    functions = _functions(data)
+    if functions and not t["function"]:
+        facts.append(f"- **Compiled functions:** {functions}")
+    if options_text(data["options"]):
+        facts.append(f"- **Options:** {code(options_text(data['options']))}")
+    if environment_text(data["environment"]):
+        facts.append(f"- **Environment:** {cell(environment_text(data['environment']))}")
+    kinds = ", ".join(f"{n} {kind}" for kind, n in s["kinds"].items())
+    facts.append(f"- **Compiled:** {s['graphs']} graph(s), {s['kernels']} kernel(s)"
+                 + (f" ({kinds})" if kinds else "") + f", {s['launches']} launch(es) per call"
+                 + (f"; moves {fmt_bytes(s['bytes_read'])} read, {fmt_bytes(s['bytes_written'])} written"
+                    if s["bytes_read"] is not None else ""))
+    facts.append(f"- **Graph breaks:** {s['graph_breaks']}" + (f", **recompiles:** {s['recompiles']}"
+                                                               if s["recompiles"] else ""))
+    out += facts + [""]
+
+    bench = data["bench"]
+    if bench:
+        rows = bench_rows(bench)
+        if rows:
+            head = "### Eager vs compiled" + (f" on {cell(bench['device'])}" if bench["device"] else "")
+            out += [head, ""] + table(["", "eager", "compiled"], rows, ["l", "r", "r"]) + [""]
+            if bench.get("speedup"):
+                out += [f"Compiled is **{bench['speedup']:.2f}x** eager end to end"
+                        + (f" (measured with {cell(bench['method'])})." if bench["method"] else "."), ""]
+
+    out += ["### Kernels", ""]
+    if data["kernels"]:
+        many_graphs = len(data["graphs"]) > 1
+        timed = bench is not None and any(k.get("time_ms") is not None for k in data["kernels"])
+        header = ["#"] + (["graph"] if many_graphs else []) + ["kernel", "kind", "fused nodes", "user lines",
+                                                                "read", "written"] + (["time"] if timed else [])
+        align = ["r"] + (["l"] if many_graphs else []) + ["l", "l", "l", "l", "r", "r"] + (["r"] if timed else [])
+        rows = []
+        for i, k in enumerate(data["kernels"], 1):
+            name = code(k["name"]) + (f" x{k['launches']}" if k["launches"] > 1 else "")
+            row = [str(i)] + ([code(k["graph"])] if many_graphs else [])
+            row += [name, cell(k["kind"]), _nodes(k["fused_nodes"]),
+                    ", ".join(code(u["where"]) for u in k["user_lines"]),
+                    fmt_bytes(k["bytes_read"]), fmt_bytes(k["bytes_written"])]
+            if timed:
+                row.append(fmt_ms(k.get("time_ms")))
+            rows.append(row)
+        out += table(header, rows, align) + [""]
+        lines = {(u["where"], u["code"]) for k in data["kernels"] for u in k["user_lines"] if u["code"]}
+        if lines:
+            out += ["User lines:", ""] + [f"- {code(w)}: {code(c)}" for w, c in sorted(lines)] + [""]
+    else:
+        out += ["No kernels: Inductor generated no code for this capture.", ""]
+
+    if data["graph_breaks"]:
+        out += [f"### Graph breaks ({len(data['graph_breaks'])})", ""]
+        for gb in data["graph_breaks"]:
+            out.append(f"1. {code(gb['where'] or '?')}: {cell(gb['reason'])}" + (f" ({code(gb['code'])})"
+                                                                                  if gb["code"] else ""))
+        out.append("")
+    if data["recompiles"]:
+        out += [f"### Recompiles ({len(data['recompiles'])})", ""]
+        out += [f"1. {code(r['where'] or '?')}: {cell(r['reason'])}" for r in data["recompiles"]] + [""]
+    for a in data["autotune"]:
+        out += [f"### Autotune {code(a['op'])}", ""]
+        rows = [[code(c["name"]), f"{c['time_ms']:.4f} ms" if c["time_ms"] is not None else "failed",
+                 f"{c['percent']:.1f}%" if c["percent"] is not None else "", cell(c["config"])]
+                for c in a["choices"][:5]]
+        more = len(a["choices"]) - 5
+        out += table(["choice", "time", "vs best", "config"], rows, ["l", "r", "r", "l"])
+        out += (["", f"{more} more choice(s) in the bundle."] if more > 0 else []) + [""]
+    if data["notes"]:
+        out += ["### Notes", ""] + [f"- {cell(n)}" for n in data["notes"]] + [""]
+    out.append("<sub>kernelscope report" + (f" of {cell(data['bundle'])}" if data["bundle"] else "") + "</sub>")
+    return "\n".join(out) + "\n"

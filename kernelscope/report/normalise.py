@@ -1,0 +1,37 @@
+"""Normalising generated texts before comparing them: temp paths, cache hashes and addresses vary
+from run to run and say nothing about the kernel, so two equal kernels must compare equal."""
+
+from __future__ import annotations
+
+import re
+
+# Order matters: whole paths first (they contain hashes), then bare hashes.
+_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    # Inductor's generated files: /tmp/torchinductor_u/ab/cab...xyz.py (any folder, any suffix)
+    (re.compile(r"[^\s\"'(),:]*/c[a-z0-9]{50,52}\.(py|cpp|so|h)\b"), r"<inductor>/<hash>.\1"),
+    (re.compile(r"\bc[a-z0-9]{50,52}\b"), "<hash>"),
+    # Temp and cache folders
+    (re.compile(r"(?:/tmp|/var/tmp|/private/var/folders|/var/folders|/dev/shm)/[^\s\"',:()]*"), "<tmp>"),
+    (re.compile(r"[^\s\"',:()]*/torchinductor_[^\s\"',:()]*"), "<tmp>"),
+    # Triton cache keys (base32) and hex digests (backend_hash, metadata hashes)
+    (re.compile(r"\b[A-Z2-7]{52}\b"), "<hash>"),
+    (re.compile(r"\b[0-9a-fA-F]{32,64}\b"), "<hash>"),
+    # Pointers printed into reprs
+    (re.compile(r"\b0x[0-9a-fA-F]{9,16}\b"), "0x<addr>"),
+)
+
+
+def normalise_text(text: str) -> str:
+    """``text`` with run-specific paths, hashes and addresses replaced by placeholders."""
+    for pattern, repl in _RULES:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def normalise_kernel_text(text: str, kernel_name: str) -> str:
+    """Like normalise_text, and the kernel's own name replaced, for an equality test of two kernels
+    whose names differ only by Inductor's numbering."""
+    text = normalise_text(text)
+    if kernel_name:
+        text = re.sub(r"\b" + re.escape(kernel_name) + r"\b", "<kernel>", text)
+    return text
