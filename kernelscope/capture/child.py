@@ -51,8 +51,6 @@ def _setup_environment(work: Path, request: dict) -> None:
     os.environ["TORCH_LOGS"] = "output_code,graph_breaks,recompiles"
     os.environ.pop("TORCH_LOGS_FORMAT", None)  # keep torch's own glog format: what a user sees
     os.environ["INDUCTOR_PROVENANCE"] = "1"  # provenance tracking (torch >= 2.9 reads this)
-    if request.get("passes"):
-        os.environ["MLIR_ENABLE_DUMP"] = "1"
 
 
 def _redirect_output(work: Path) -> None:

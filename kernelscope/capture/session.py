@@ -11,6 +11,7 @@ import logging
 import os
 import platform
 import re
+import shutil
 import sys
 import time
 import traceback
@@ -283,6 +284,10 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
     bundle.timings = timings
     write_bundle_from_work(work, staging, bundle, user_file=target.get("file", ""))
     timings["collect"] = round(time.time() - t, 3)
+    if request.get("passes"):
+        t = time.time()
+        _store_passes(bundle, staging, events)
+        timings["passes"] = round(time.time() - t, 3)
     if failure is not None and failure.kind in _NO_BUNDLE_KINDS and not bundle.graphs:
         events.emit("error", failure.message, kind=failure.kind)
         return EXIT_NO_BUNDLE
@@ -299,6 +304,26 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
     events.emit("done", f"{len(bundle.kernels)} kernels in {len(bundle.graphs)} graphs",
                 graphs=len(bundle.graphs), kernels=len(bundle.kernels))
     return EXIT_OK
+
+
+def _store_passes(bundle: Bundle, staging: Path, events: Events) -> None:
+    """--passes: every MLIR/LLVM pass of each Triton variant, dumped by a same-version recompile in a
+    child (keeps the pass dumps of parallel compile workers from interleaving in one stderr)."""
+    from kernelscope.pipeline.passes import recompute_passes
+
+    bundle.root = str(staging)
+    variants = [(k, v) for k in bundle.kernels for v in k.triton]
+    for i, (k, v) in enumerate(variants, start=1):
+        events.emit("passes", f"dumping passes of {k.name} ({i}/{len(variants)})")
+        rel = str(Path(v.files.get("ttir", f"triton/{k.graph}/{k.name}/{v.cache_key}/x")).parent / "passes")
+        try:
+            recompute_passes(bundle, k, out_dir=staging / rel, variant=v)
+        except Exception as exc:  # a kernel whose passes cannot be dumped keeps its stages
+            bundle.notes.append(f"passes of {k.name} ({v.cache_key[:8]}) not dumped: {exc.__class__.__name__}: {exc}")
+            continue
+        shutil.rmtree(staging / rel / "compile", ignore_errors=True)  # stage files the bundle already has
+        v.files["passes"] = rel
+    bundle.root = ""
 
 
 def _flush_trace_handlers() -> None:
