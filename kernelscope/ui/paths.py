@@ -1,0 +1,61 @@
+"""Where the UI writes: a per-user cache for live captures, edit scratch copies and screenshots.
+
+``KERNELSCOPE_CACHE`` overrides the folder (tests use it); otherwise ``$XDG_CACHE_HOME/kernelscope``
+or ``~/.cache/kernelscope``. Nothing here ever writes next to the user's own files.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("KERNELSCOPE_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "kernelscope"
+
+
+def _fresh(folder: Path, name: str, suffix: str = "") -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = folder / f"{name}-{stamp}{suffix}"
+    n = 1
+    while out.exists():
+        n += 1
+        out = folder / f"{name}-{stamp}-{n}{suffix}"
+    return out
+
+
+def new_capture_dir(name: str) -> Path:
+    """A fresh, not yet existing bundle folder for a live capture of ``name``."""
+    folder = cache_dir() / "captures"
+    folder.mkdir(parents=True, exist_ok=True)
+    return _fresh(folder, name)
+
+
+def new_scratch_dir(name: str) -> Path:
+    """A fresh folder holding the editable copy of a user's file."""
+    folder = cache_dir() / "scratch"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = _fresh(folder, name)
+    out.mkdir()
+    return out
+
+
+def screenshots_dir() -> Path:
+    folder = cache_dir() / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def recent_captures(limit: int = 20) -> list[Path]:
+    """Bundles the UI captured, newest first."""
+    folder = cache_dir() / "captures"
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.iterdir() if (p / "bundle.json").is_file()]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    return found[:limit]

@@ -1,0 +1,1 @@
+"""Screens of the explorer: gallery, explorer, live capture, options form, editor, dialogs."""

@@ -1,0 +1,80 @@
+"""EditorScreen: edit the function in a scratch copy of its file, recompile, see the kernels change.
+
+The user's file is only written on ctrl+s, after a yes/no confirmation naming the file.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static, TextArea
+
+from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.paths import new_scratch_dir
+
+
+class EditorScreen(Screen):
+    BINDINGS = [
+        Binding("ctrl+r", "recompile", "Recompile", priority=True),
+        Binding("ctrl+s", "save", "Save to your file…", priority=True),
+        Binding("escape", "app.pop_screen", "Back"),
+    ]
+
+    def __init__(self, request: CaptureRequest, *, origin_file: str, name: str, scratch: Path | None = None,
+                 first_line: int | None = None) -> None:
+        super().__init__()
+        self.request = request
+        self.origin_file = Path(origin_file)
+        self.function = name
+        self.first_line = first_line
+        if scratch is None:
+            scratch = new_scratch_dir(name) / self.origin_file.name
+            shutil.copyfile(self.origin_file, scratch)
+        self.scratch = scratch
+
+    def compose(self) -> ComposeResult:
+        yield Static(f"Editing a scratch copy of {self.origin_file}  ·  function {self.function}",
+                     id="summary", markup=False)
+        area = TextArea.code_editor(self.scratch.read_text(encoding="utf-8"), id="editor")
+        try:
+            area.language = "python"
+        except Exception:  # no tree-sitter grammar: plain text editing still works
+            pass
+        yield area
+        yield Static(f"scratch: {self.scratch}  ·  your file is untouched until ctrl+s", id="editor-status",
+                     markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        area = self.query_one(TextArea)
+        if self.first_line:
+            area.move_cursor((self.first_line - 1, 0), center=True)
+        area.focus()
+
+    @property
+    def text(self) -> str:
+        return self.query_one(TextArea).text
+
+    def action_recompile(self) -> None:
+        self.scratch.write_text(self.text, encoding="utf-8")
+        req = self.request.with_options(target=f"{self.scratch}::{self.function}", out=None,
+                                        origin_file=str(self.origin_file))
+        self.app.run_capture(req, previous_screen=self)
+
+    def action_save(self) -> None:
+        from kernelscope.ui.screens.dialogs import ConfirmScreen
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                try:
+                    self.origin_file.write_text(self.text, encoding="utf-8")
+                except OSError as exc:
+                    self.notify(f"could not save {self.origin_file}: {exc.strerror or exc}", severity="error")
+                    return
+                self.notify(f"saved {self.origin_file}")
+
+        self.app.push_screen(ConfirmScreen(f"Overwrite {self.origin_file} with your edits?"), answer)

@@ -1,0 +1,122 @@
+"""GalleryScreen: the samples one keypress from a capture, recent captures, and an open prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.code_view import CodeView
+
+
+def sample_label(t) -> Text:
+    label = Text(no_wrap=True, overflow="ellipsis")
+    label.append(f"{t.name:<16} ", style="bold")
+    label.append(t.description, style="dim")
+    return label
+
+
+class GalleryScreen(Screen):
+    BINDINGS = [
+        Binding("enter", "capture", "Capture", show=False),
+        Binding("c", "capture_form", "Capture with options…"),
+        Binding("e", "edit", "Edit & run"),
+        Binding("o", "open", "Open…"),
+        Binding("escape,q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        from kernelscope.target import list_samples
+        from kernelscope.ui.paths import recent_captures
+
+        self.samples = list_samples()
+        self.recent = recent_captures()
+
+    def compose(self) -> ComposeResult:
+        yield Static("kernelscope · what did torch.compile do to your function?  "
+                     "Pick a sample (enter captures it), or open a capture.", id="summary", markup=False)
+        with Horizontal(id="gallery"):
+            with Vertical(id="gallery-left"):
+                samples = OptionList(*[Option(sample_label(t), id=t.name) for t in self.samples], id="samples")
+                samples.border_title = "Samples"
+                yield samples
+                recent = OptionList(*[Option(p.name, id=str(p)) for p in self.recent], id="recent")
+                recent.border_title = "Recent captures"
+                if not self.recent:
+                    recent.add_option(Option("(none yet: captures land in the kernelscope cache)", disabled=True))
+                yield recent
+            preview = CodeView(id="preview")
+            preview.border_title = "Source"
+            yield preview
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#samples", OptionList).focus()
+        if self.samples:
+            self.query_one("#samples", OptionList).highlighted = 0
+            self._preview(0)
+
+    @on(OptionList.OptionHighlighted, "#samples")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self._preview(event.option_index)
+
+    def _preview(self, index: int) -> None:
+        from pygments.lexers import PythonLexer
+
+        t = self.samples[index]
+        view = self.query_one("#preview", CodeView)
+        view.set_document(TextDoc(Path(t.file).read_text(encoding="utf-8"), PythonLexer))
+        if t.first_line and t.last_line:
+            view.set_marks(range(t.first_line - 1, t.last_line))
+        view.border_title = f"{t.name}.py"
+        view.border_subtitle = t.description
+
+    def _selected(self) -> CaptureRequest | None:
+        samples = self.query_one("#samples", OptionList)
+        if samples.highlighted is None or not self.samples:
+            return None
+        return CaptureRequest.for_target(self.samples[samples.highlighted])
+
+    @on(OptionList.OptionSelected, "#samples")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.action_capture()
+
+    @on(OptionList.OptionSelected, "#recent")
+    def _recent(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.app.open_bundle(event.option.id)
+
+    def action_capture(self) -> None:
+        req = self._selected()
+        if req is not None:
+            self.app.run_capture(req)
+
+    def action_capture_form(self) -> None:
+        req = self._selected()
+        if req is not None:
+            self.app.recompile(req, None, ask=True)
+
+    def action_edit(self) -> None:
+        req = self._selected()
+        if req is not None:
+            self.app.edit(req, None)
+
+    def action_open(self) -> None:
+        from kernelscope.ui.screens.dialogs import PromptScreen
+
+        def answer(value: str | None) -> None:
+            if value:
+                self.app.open_anything(value)
+
+        self.app.push_screen(PromptScreen("Open a bundle folder, or capture a target (sample name or file.py::fn):",
+                                          placeholder="path/to/bundle  or  path/to/file.py::fn"), answer)

@@ -1,0 +1,89 @@
+"""OptionsScreen: the small form to (re)compile with other options: inputs, mode, dynamic,
+fullgraph, backward, device. Validates in place; a bad args spec is one line under the form."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Checkbox, Input, Label, Select, Static
+
+from kernelscope.ui.capture_request import MODES, CaptureRequest
+
+DYNAMIC = (("auto (None)", "auto"), ("True", "on"), ("False", "off"))
+DEVICES = (("auto (cuda when present)", "auto"), ("cpu", "cpu"), ("cuda", "cuda"))
+
+
+class OptionsScreen(ModalScreen[CaptureRequest | None]):
+    BINDINGS = [
+        Binding("ctrl+r", "submit", "Compile", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, request: CaptureRequest, error: str = "") -> None:
+        super().__init__()
+        self.request = request
+        self.error = error
+
+    def compose(self) -> ComposeResult:
+        r = self.request
+        dyn = "auto" if r.dynamic is None else ("on" if r.dynamic else "off")
+        with Vertical(classes="dialog options-dialog"):
+            yield Static("Compile options", classes="dialog-title")
+            with Horizontal(classes="field"):
+                yield Label("target", classes="field-label")
+                yield Input(r.target, id="opt-target")
+            with Horizontal(classes="field"):
+                yield Label("inputs", classes="field-label")
+                yield Input(r.args_text, placeholder="(the target's own inputs)  e.g. f32[4096, 1024], f32[1024]",
+                            id="opt-args")
+            with Horizontal(classes="field"):
+                yield Label("mode", classes="field-label")
+                yield Select([(m, m) for m in MODES], value=r.mode, allow_blank=False, id="opt-mode")
+            with Horizontal(classes="field"):
+                yield Label("dynamic", classes="field-label")
+                yield Select(DYNAMIC, value=dyn, allow_blank=False, id="opt-dynamic")
+            with Horizontal(classes="field"):
+                yield Label("device", classes="field-label")
+                yield Select(DEVICES, value=r.device or "auto", allow_blank=False, id="opt-device")
+            with Horizontal(classes="field"):
+                yield Checkbox("fullgraph", r.fullgraph, id="opt-fullgraph")
+                yield Checkbox("backward", r.backward, id="opt-backward")
+            yield Static(f"✗ {self.error}" if self.error else "", id="opt-error", markup=False)
+            yield Static("tab: next field · enter / ctrl+r: compile · escape: cancel", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#opt-args", Input).focus()
+
+    def on_input_submitted(self) -> None:
+        self.action_submit()
+
+    def _collect(self) -> CaptureRequest:
+        dyn = self.query_one("#opt-dynamic", Select).value
+        dev = self.query_one("#opt-device", Select).value
+        return self.request.with_options(
+            target=self.query_one("#opt-target", Input).value.strip(),
+            args_text=self.query_one("#opt-args", Input).value.strip(),
+            mode=str(self.query_one("#opt-mode", Select).value),
+            dynamic=None if dyn == "auto" else dyn == "on",
+            device=None if dev == "auto" else str(dev),
+            fullgraph=self.query_one("#opt-fullgraph", Checkbox).value,
+            backward=self.query_one("#opt-backward", Checkbox).value,
+        )
+
+    def action_submit(self) -> None:
+        from kernelscope.target import TargetError
+
+        req = self._collect()
+        try:
+            req.check()
+        except TargetError as exc:
+            error = self.query_one("#opt-error", Static)
+            error.update(f"✗ {exc}")
+            error.add_class("-error")
+            return
+        self.dismiss(req)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

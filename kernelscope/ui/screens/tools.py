@@ -1,0 +1,89 @@
+"""Full-screen hosts for the widgets other parts of kernelscope provide: Triton pipeline, bench, diff.
+
+Each widget is imported when its screen opens; when it is not installed the screen says so in one
+line (and the diff falls back to the text diff of ``kernelscope diff``).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from kernelscope.bundle.model import Bundle, Kernel
+from kernelscope.ui.widgets.code_view import CodeView
+
+
+class ToolScreen(Screen):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+
+    title_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.title_text, id="summary", markup=False)
+        yield from self.body()
+        yield Footer()
+
+    def body(self) -> ComposeResult:
+        yield from ()
+
+    @staticmethod
+    def missing(feature: str) -> Static:
+        return Static(f"The {feature} is not installed in this kernelscope; nothing to show here. (escape: back)",
+                      classes="missing", markup=False)
+
+
+class PipelineScreen(ToolScreen):
+    def __init__(self, bundle: Bundle, kernel: Kernel) -> None:
+        super().__init__()
+        self.bundle, self.kernel = bundle, kernel
+        self.title_text = f"Triton pipeline · {kernel.name}  ([ ] stage · s side by side · d diff · p passes)"
+
+    def body(self) -> ComposeResult:
+        try:
+            from kernelscope.ui.widgets.pipeline_view import PipelineView
+        except ImportError:
+            yield self.missing("Triton pipeline view")
+            return
+        yield PipelineView(self.bundle, self.kernel)
+
+
+class BenchScreen(ToolScreen):
+    def __init__(self, bundle: Bundle) -> None:
+        super().__init__()
+        self.bundle = bundle
+        self.title_text = "Bench: eager vs compiled, per kernel"
+
+    def body(self) -> ComposeResult:
+        try:
+            from kernelscope.ui.widgets.bench_view import BenchView
+        except ImportError:
+            yield self.missing("bench view")
+            return
+        yield BenchView(self.bundle)
+
+
+class DiffScreen(ToolScreen):
+    def __init__(self, before: Bundle, after: Bundle) -> None:
+        super().__init__()
+        self.before, self.after = before, after
+        self.title_text = f"Diff: {before.root}  →  {after.root}"
+
+    def body(self) -> ComposeResult:
+        try:
+            from kernelscope.ui.widgets.diff_view import DiffView
+        except ImportError:
+            DiffView = None
+        if DiffView is not None:
+            yield DiffView(self.before, self.after)
+            return
+        try:
+            from kernelscope.report.diff import diff_bundles
+            from kernelscope.report.diff_render import render_text
+        except ImportError:
+            yield self.missing("diff view")
+            return
+        view = CodeView(id="diff-text")
+        view.set_text(render_text(diff_bundles(self.before, self.after)))
+        yield view

@@ -1,0 +1,128 @@
+"""A text held as lines, highlighted lazily: only lines someone asks for are lexed, then cached.
+
+Pure (Pygments, no Textual). Small texts are lexed in one pass so multi-line strings colour right;
+large ones (PTX, SASS, big output code) are lexed one line at a time, as toolong does for logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pygments.lexer import Lexer
+from pygments.token import Token, _TokenType
+
+Tokens = list[tuple[_TokenType, str]]
+
+# Above this many lines a text is highlighted line by line, on demand.
+WHOLE_TEXT_LEX_LIMIT = 4000
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their newlines; tabs expanded so columns are cells. A final newline adds no line."""
+    if "\t" in text:
+        text = text.expandtabs(4)
+    lines = text.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+class TextDoc:
+    """Lines of one text, their width, lazy tokens and plain-text search."""
+
+    def __init__(self, text: str, lexer_factory: Callable[[], Lexer] | None = None):
+        self.lines = split_lines(text)
+        self.width = max(map(len, self.lines), default=0)
+        self._lexer_factory = lexer_factory
+        self._lexer: Lexer | None = None
+        self._tokens: dict[int, Tokens] = {}
+        self._whole_lexed = False
+        self._lower: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines) + ("\n" if self.lines else "")
+
+    def _get_lexer(self) -> Lexer | None:
+        if self._lexer is None and self._lexer_factory is not None:
+            lexer = self._lexer_factory()
+            lexer.stripnl = False  # keep line numbers aligned with the text
+            lexer.ensurenl = False
+            self._lexer = lexer
+        return self._lexer
+
+    def tokens(self, index: int) -> Tokens:
+        """The (token type, text) pairs of one line; plain text when there is no lexer."""
+        cached = self._tokens.get(index)
+        if cached is not None:
+            return cached
+        line = self.lines[index]
+        lexer = self._get_lexer()
+        if lexer is None or not line:
+            toks: Tokens = [(Token.Text, line)]
+        elif len(self.lines) <= WHOLE_TEXT_LEX_LIMIT and not self._whole_lexed:
+            self._lex_whole(lexer)
+            return self._tokens[index]
+        else:
+            toks = [(tt, v) for tt, v in lexer.get_tokens(line) if v and v != "\n"]
+        self._tokens[index] = toks
+        return toks
+
+    def _lex_whole(self, lexer: Lexer) -> None:
+        self._whole_lexed = True
+        per_line: list[Tokens] = [[]]
+        for ttype, value in lexer.get_tokens("\n".join(self.lines)):
+            parts = value.split("\n")
+            for i, part in enumerate(parts):
+                if i:
+                    per_line.append([])
+                if part:
+                    per_line[-1].append((ttype, part))
+        for i in range(len(self.lines)):
+            toks = per_line[i] if i < len(per_line) else []
+            # Guard against a lexer that altered the text: fall back to the plain line.
+            self._tokens[i] = toks if "".join(v for _, v in toks) == self.lines[i] else [(Token.Text, self.lines[i])]
+
+    def find(self, query: str, start: int, forward: bool = True) -> int | None:
+        """The next line (wrapping) at or after ``start`` (before, when backwards) holding ``query``.
+
+        Case-insensitive unless the query has a capital letter (as in less and vim's smartcase).
+        """
+        if not query or not self.lines:
+            return None
+        lines = self.lines
+        if query == query.lower():
+            if self._lower is None:
+                self._lower = [line.lower() for line in self.lines]
+            lines = self._lower
+        n = len(lines)
+        order = (list(range(start, n)) + list(range(0, start))) if forward else \
+            (list(range(start, -1, -1)) + list(range(n - 1, start, -1)))
+        for i in order:
+            if query in lines[i]:
+                return i
+        return None
+
+    def match_spans(self, index: int, query: str) -> list[tuple[int, int]]:
+        """Column spans of ``query`` in one line (same case rule as ``find``)."""
+        if not query:
+            return []
+        line = self.lines[index]
+        hay = line.lower() if query == query.lower() else line
+        spans, pos = [], hay.find(query)
+        while pos >= 0:
+            spans.append((pos, pos + len(query)))
+            pos = hay.find(query, pos + len(query))
+        return spans
+
+    def count(self, query: str) -> int:
+        if not query:
+            return 0
+        if query == query.lower():
+            if self._lower is None:
+                self._lower = [line.lower() for line in self.lines]
+            return sum(1 for line in self._lower if query in line)
+        return sum(1 for line in self.lines if query in line)

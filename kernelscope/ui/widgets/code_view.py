@@ -1,0 +1,329 @@
+"""CodeView: a read-only text view that renders and highlights only the lines on screen.
+
+A ScrollView with ``render_line`` over a TextDoc, so a 100k-line PTX opens as fast as a 10-line
+kernel. It has a line cursor, marked lines (a ``▶`` in the gutter plus bold, never colour alone),
+incremental search with ``n``/``N``, and copy of the whole text (OSC 52).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.syntax import PygmentsSyntaxTheme
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from kernelscope.ui.textdoc import TextDoc
+
+MARK_GLYPH = "▶"
+DARK_SYNTAX = "monokai"
+LIGHT_SYNTAX = "friendly"
+
+
+@lru_cache(maxsize=4096)
+def token_style(ttype, dark: bool) -> Style:
+    """Foreground-only style of a Pygments token (the view's background shows through)."""
+    theme = PygmentsSyntaxTheme(DARK_SYNTAX if dark else LIGHT_SYNTAX)
+    s = theme.get_style_for_token(ttype)
+    return Style(color=s.color, bold=s.bold, italic=s.italic, underline=s.underline)
+
+
+class CodeView(ScrollView, can_focus=True):
+    """Lines of one text with a gutter, a cursor line, marks and search."""
+
+    BINDINGS = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown,space", "page(1)", "Page down", show=False),
+        Binding("home", "edge(0)", "Top", show=False),
+        Binding("end,G", "edge(1)", "Bottom", show=False),
+        Binding("left,h", "pan(-8)", "Left", show=False),
+        Binding("right,l", "pan(8)", "Right", show=False),
+        Binding("enter", "activate", "Follow"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Prev match", show=False),
+        Binding("m", "next_mark(1)", "Next mark"),
+        Binding("M", "next_mark(-1)", "Prev mark", show=False),
+        Binding("y", "copy", "Copy"),
+    ]
+
+    COMPONENT_CLASSES = {
+        "code-view--gutter", "code-view--cursor", "code-view--mark", "code-view--match", "code-view--placeholder",
+    }
+
+    DEFAULT_CSS = """
+    CodeView { background: $surface; }
+    CodeView > .code-view--gutter { color: $text-muted; }
+    CodeView > .code-view--cursor { background: $boost; text-style: underline; }
+    CodeView:focus > .code-view--cursor { background: $accent 30%; text-style: underline; }
+    CodeView > .code-view--mark { background: $warning 18%; text-style: bold; }
+    CodeView > .code-view--match { background: $secondary 60%; text-style: reverse underline; }
+    CodeView > .code-view--placeholder { color: $text-muted; text-style: italic; }
+    """
+
+    class LineActivated(Message):
+        """Enter (or a double click) on a line."""
+
+        def __init__(self, view: CodeView, index: int) -> None:
+            super().__init__()
+            self.view = view
+            self.index = index
+
+        @property
+        def control(self) -> CodeView:
+            return self.view
+
+    class SearchRequested(Message):
+        def __init__(self, view: CodeView) -> None:
+            super().__init__()
+            self.view = view
+
+        @property
+        def control(self) -> CodeView:
+            return self.view
+
+    def __init__(self, *, follow_hint: str = "", name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.doc = TextDoc("")
+        self.raw_text: str | None = None
+        self.labels: Callable[[int], str] | None = None
+        self.placeholder = ""
+        self.cursor = 0
+        self.marks: frozenset[int] = frozenset()
+        self._mark_list: list[int] = []
+        self.query_text = ""
+        self.follow_hint = follow_hint
+        self._strips: LRUCache[tuple, Strip] = LRUCache(2048)
+        self._gutter_width = 0
+
+    # -- content ---------------------------------------------------------------------------------
+    def set_document(self, doc: TextDoc, *, labels: Callable[[int], str] | None = None, cursor: int = 0,
+                     raw_text: str | None = None) -> None:
+        """Show ``doc``; ``raw_text`` is what copy puts on the clipboard when the view shows a rewrite."""
+        self.doc = doc
+        self.raw_text = raw_text
+        self.labels = labels
+        self.placeholder = ""
+        self.marks = frozenset()
+        self._mark_list = []
+        self.cursor = max(0, min(cursor, len(doc) - 1))
+        self._relayout()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def set_text(self, text: str, lexer_factory=None, **kwargs) -> None:
+        self.set_document(TextDoc(text, lexer_factory), **kwargs)
+
+    def set_placeholder(self, message: str) -> None:
+        """Show a note instead of a text (e.g. 'this bundle has no ...'), wrapped to the view's width."""
+        self.doc = TextDoc(self._wrap(message))
+        self.raw_text = None
+        self.labels = None
+        self.placeholder = message
+        self.marks = frozenset()
+        self._mark_list = []
+        self.cursor = 0
+        self._relayout()
+        self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def _wrap(self, message: str) -> str:
+        width = max(20, (self.scrollable_content_region.width or 80) - 3)
+        out = []
+        for para in message.split("\n"):
+            out += textwrap.wrap(para, width, subsequent_indent=" " * (len(para) - len(para.lstrip()))) or [""]
+        return "\n".join(out)
+
+    def on_resize(self) -> None:
+        if self.placeholder:
+            self.doc = TextDoc(self._wrap(self.placeholder))
+            self._relayout()
+
+    @property
+    def is_placeholder(self) -> bool:
+        return bool(self.placeholder)
+
+    @property
+    def text(self) -> str:
+        return self.raw_text if self.raw_text is not None else self.doc.text
+
+    def _relayout(self) -> None:
+        n = len(self.doc)
+        if self.placeholder:
+            self._gutter_width = 1
+        else:
+            widest = max((len(self.labels(i)) for i in range(n)), default=1) if self.labels else len(str(n))
+            self._gutter_width = widest + 4  # mark glyph, space, number, space, bar
+        self._strips.clear()
+        self.virtual_size = Size(self._gutter_width + self.doc.width + 1, n)
+        self.refresh()
+
+    def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:
+        """Mark lines (0-based); with ``jump`` the cursor moves to the first one."""
+        n = len(self.doc)
+        self._mark_list = sorted({i for i in indices if 0 <= i < n})
+        self.marks = frozenset(self._mark_list)
+        self._strips.clear()
+        if jump and self._mark_list and not self.placeholder:
+            self.move_cursor(self._mark_list[0], center=True)
+        self.refresh()
+
+    # -- cursor and scrolling --------------------------------------------------------------------
+    def move_cursor(self, index: int, *, center: bool = False) -> None:
+        n = len(self.doc)
+        if not n:
+            return
+        if not self.scrollable_content_region.height:
+            # Not laid out yet: scrolling now would clamp to 0, so place the cursor after the layout.
+            self.cursor = max(0, min(index, n - 1))
+            self.call_after_refresh(self.move_cursor, self.cursor, center=center)
+            return
+        self.cursor = max(0, min(index, n - 1))
+        height = max(1, self.scrollable_content_region.height or self.size.height or 1)
+        top = int(self.scroll_offset.y)
+        if center:
+            if not top <= self.cursor < top + height - 1 or self.cursor < top + 2:
+                self.scroll_to(y=max(0, self.cursor - height // 3), animate=False, immediate=True)
+        elif self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+        self._strips.clear()
+        self.refresh()
+
+    def action_cursor(self, delta: int) -> None:
+        self.move_cursor(self.cursor + delta)
+
+    def action_page(self, direction: int) -> None:
+        height = max(1, self.scrollable_content_region.height - 1)
+        self.scroll_to(y=self.scroll_offset.y + direction * height, animate=False, immediate=True)
+        self.move_cursor(self.cursor + direction * height)
+
+    def action_edge(self, end: int) -> None:
+        self.move_cursor(len(self.doc) - 1 if end else 0)
+
+    def action_pan(self, delta: int) -> None:
+        self.scroll_to(x=max(0, self.scroll_offset.x + delta), animate=False, immediate=True)
+
+    def action_activate(self) -> None:
+        if len(self.doc) and not self.placeholder:
+            self.post_message(self.LineActivated(self, self.cursor))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        self.move_cursor(int(self.scroll_offset.y) + offset.y)
+        if event.chain >= 2:
+            self.action_activate()
+
+    def on_focus(self) -> None:
+        self._strips.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._strips.clear()
+        self.refresh()
+
+    # -- marks, search, copy ---------------------------------------------------------------------
+    def action_next_mark(self, direction: int) -> None:
+        if not self._mark_list:
+            self.app.bell()
+            return
+        if direction > 0:
+            after = [i for i in self._mark_list if i > self.cursor]
+            target = after[0] if after else self._mark_list[0]
+        else:
+            before = [i for i in self._mark_list if i < self.cursor]
+            target = before[-1] if before else self._mark_list[-1]
+        self.move_cursor(target, center=True)
+
+    def action_search(self) -> None:
+        self.post_message(self.SearchRequested(self))
+
+    def search(self, query: str, *, forward: bool = True, skip_current: bool = False) -> int | None:
+        """Move the cursor to the next line holding ``query``; highlight every match on screen."""
+        self.query_text = query
+        self._strips.clear()
+        self.refresh()
+        if not query or self.placeholder:
+            return None
+        start = self.cursor + ((1 if forward else -1) if skip_current else 0)
+        start %= max(1, len(self.doc))
+        found = self.doc.find(query, start, forward)
+        if found is not None:
+            self.move_cursor(found, center=True)
+        return found
+
+    def action_next_match(self, direction: int) -> None:
+        if not self.query_text:
+            self.action_search()
+            return
+        if self.search(self.query_text, forward=direction > 0, skip_current=True) is None:
+            self.notify(f"no match for {self.query_text!r}", severity="warning", timeout=2)
+
+    def action_copy(self) -> None:
+        text = self.text
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {len(self.doc)} lines to the clipboard (OSC 52)", timeout=2)
+
+    # -- rendering -------------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if index >= len(self.doc):
+            return Strip.blank(width, base)
+        dark = self.app.current_theme.dark
+        key = (index, scroll_x, width, index == self.cursor, self.has_focus, dark)
+        strip = self._strips.get(key)
+        if strip is None:
+            strip = self._render_index(index, scroll_x, width, base, dark)
+            self._strips[key] = strip
+        return strip.apply_offsets(scroll_x, index)
+
+    def _render_index(self, index: int, scroll_x: int, width: int, base: Style, dark: bool) -> Strip:
+        if self.placeholder:
+            style = base + self.get_component_rich_style("code-view--placeholder")
+            text = Text(" " + self.doc.lines[index], style=style, no_wrap=True, end="")
+            return Strip(text.render(self.app.console)).crop_extend(0, width, base)
+        marked = index in self.marks
+        line_style = base
+        if marked:
+            line_style = line_style + self.get_component_rich_style("code-view--mark")
+        if index == self.cursor:
+            line_style = line_style + self.get_component_rich_style("code-view--cursor")
+        gutter_style = base + self.get_component_rich_style("code-view--gutter")
+        if marked or index == self.cursor:
+            gutter_style = gutter_style + Style(bold=True)
+        label = self.labels(index) if self.labels else str(index + 1)
+        glyph = MARK_GLYPH if marked else ("›" if index == self.cursor and self.has_focus else " ")
+        gutter = f"{glyph}{label:>{self._gutter_width - 4}} │ "
+        gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
+
+        content = Text(style=line_style, no_wrap=True, end="")
+        for ttype, value in self.doc.tokens(index):
+            content.append(value, token_style(ttype, dark))
+        if self.query_text:
+            match_style = self.get_component_rich_style("code-view--match")
+            for a, b in self.doc.match_spans(index, self.query_text):
+                content.stylize(match_style, a, b)
+        content_width = max(0, width - self._gutter_width)
+        body = Strip(content.render(self.app.console)).crop_extend(scroll_x, scroll_x + content_width, line_style)
+        return Strip.join([gutter_strip.crop_extend(0, self._gutter_width, gutter_style), body])
