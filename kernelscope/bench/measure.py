@@ -1,0 +1,709 @@
+"""Measurements inside the bench child (imports torch): end-to-end time per call, profiler kernels,
+correctness, the device's copy and matmul ceilings, the size sweep and the one-kernel rerun.
+
+Public hooks only: torch.profiler, CUDA events, triton.testing.do_bench, torch.compile options and
+Inductor's documented ``cpp.enable_kernel_profile`` flag (names C++ kernels in the CPU profile).
+The one-kernel rerun builds Inductor's CachingAutotuner from the bundle's kernel module with a
+single config; checked against torch 2.11 / triton 3.6 and torch 2.13 / triton 3.9.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import importlib.util
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelscope.bench import analysis
+from kernelscope.capture import session
+
+ALLOC_OR_VIEW = {"empty", "empty_strided", "empty_like", "view", "as_strided", "reshape", "t", "transpose",
+                 "permute", "expand", "detach", "alias", "resize_", "lift_fresh", "_reshape_alias", "unsqueeze",
+                 "squeeze", "select", "slice", "_unsafe_view", "resolve_conj", "resolve_neg", "result_type",
+                 "to", "_to_copy_noop", "set_", "record_stream", "zeros_like_noop"}
+_CPP_EVENT = re.compile(r"^graph_\d+_(cpp_\w+)$")
+
+
+class BenchFailure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+# ---------------------------------------------------------------- the device
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def clocks(device: str) -> dict[str, Any]:
+    """Clock readings now: nvidia-smi (and torch.cuda.clock_rate) on a GPU, cpufreq on a CPU."""
+    out: dict[str, Any] = {"time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    if device == "cuda":
+        index = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+        fields = "clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,pstate"
+        try:
+            proc = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
+                                   "-i", index], capture_output=True, text=True, timeout=10)
+            values = [v.strip() for v in proc.stdout.strip().split("\n")[0].split(",")]
+            if proc.returncode == 0 and len(values) == len(fields.split(",")):
+                out["nvidia_smi"] = dict(zip(fields.split(","), values))
+            else:
+                out["nvidia_smi_error"] = (proc.stderr or proc.stdout).strip()[:200]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            out["nvidia_smi_error"] = f"{exc.__class__.__name__}: {exc}"[:200]
+        try:
+            out["torch_clock_rate_mhz"] = torch.cuda.clock_rate(0)
+        except Exception as exc:  # needs pynvml
+            out["torch_clock_rate_error"] = f"{exc.__class__.__name__}: {exc}"[:200]
+    else:
+        freqs = []
+        for f in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
+            try:
+                freqs.append(int(f.read_text().strip()) / 1000)
+            except (OSError, ValueError):
+                pass
+        if freqs:
+            out["cpu_mhz"] = [round(f) for f in freqs]
+        else:
+            try:
+                mhz = [float(line.split(":")[1]) for line in Path("/proc/cpuinfo").read_text().split("\n")
+                       if line.startswith("cpu MHz")]
+                out["cpu_mhz"] = [round(m) for m in mhz]
+            except (OSError, ValueError, IndexError):
+                out["cpu_mhz"] = None
+    return out
+
+
+def device_facts(device: str) -> dict[str, Any]:
+    env = session._environment(device)
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        env["l2_bytes"] = getattr(props, "L2_cache_size", None)
+        env["uuid"] = str(getattr(props, "uuid", "")) or None
+    else:
+        env["l2_bytes"] = _cpu_cache_bytes()
+        env["cpu_model"] = _cpu_model()
+    return env
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().split("\n"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _cpu_cache_bytes() -> int | None:
+    """The largest CPU cache (the last level), from sysfs."""
+    best = None
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        try:
+            text = f.read_text().strip()
+            n = int(text[:-1]) * {"K": 1 << 10, "M": 1 << 20}.get(text[-1], 1) if text[-1] in "KM" else int(text)
+            best = max(best or 0, n)
+        except (OSError, ValueError):
+            pass
+    return best
+
+
+def device_key(facts: dict[str, Any]) -> str:
+    if facts.get("device") == "cuda":
+        return f"cuda|{facts.get('device_name')}|{facts.get('uuid') or 'gpu0'}"
+    return f"cpu|{facts.get('cpu_model')}|{facts.get('cpu_count')} cpus|{facts.get('torch_threads')} threads"
+
+
+# ---------------------------------------------------------------- ceilings, measured once per device
+
+def _time_us(fn, device: str, reps: int, warmup: int = 3) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    sync(device)
+    samples = []
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for _ in range(reps):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1000.0)
+    else:
+        for _ in range(reps):
+            t = time.perf_counter_ns()
+            fn()
+            samples.append((time.perf_counter_ns() - t) / 1000.0)
+    return samples
+
+
+def measure_copy_ceiling(device: str) -> dict[str, Any]:
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        nbytes = int(min(1 << 30, free // 4))
+    else:
+        nbytes = 1 << 27
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).fill_(1.0)
+    dst = torch.empty_like(src)
+    stats = analysis.run_stats(_time_us(lambda: dst.copy_(src), device, reps=20 if device == "cuda" else 5))
+    gbps = 2 * nbytes / (stats["median_us"] * 1e-6) / 1e9
+    return {"gbps": round(gbps, 1), "method": f"dst.copy_(src) of {nbytes >> 20} MiB, bytes read + written, "
+            f"median of {stats['runs']} runs", "spread_pct": stats["spread_pct"],
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "torch": torch.__version__}
+
+
+def measure_matmul_ceiling(device: str, dtype_name: str) -> dict[str, Any]:
+    dtype = session._TORCH_DTYPES[dtype_name]
+    n = (8192 if dtype.itemsize <= 2 else 4096) if device == "cuda" else 1024
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    stats = analysis.run_stats(_time_us(lambda: a @ b, device, reps=10 if device == "cuda" else 3, warmup=2))
+    tflops = 2 * n ** 3 / (stats["median_us"] * 1e-6) / 1e12
+    return {"tflops": round(tflops, 2), "method": f"{n}x{n} @ {n}x{n} {dtype_name} (torch.matmul), median of "
+            f"{stats['runs']} runs", "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "torch": torch.__version__}
+
+
+def ceilings(request: dict, facts: dict, events) -> dict[str, Any]:
+    """Copy ceiling and the matmul ceilings asked for, from the cache or measured now (and cached)."""
+    path = Path(request["ceilings_cache"])
+    key = device_key(facts)
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cache = {}
+    entry = cache.get(key, {}) if not request.get("remeasure") else {}
+    changed = False
+    device = request["device"]
+    if "copy" not in entry:
+        events.emit("ceiling", f"measuring the {device} copy ceiling (once; cached in {path})")
+        entry["copy"] = measure_copy_ceiling(device)
+        changed = True
+    mm = entry.setdefault("matmul", {})
+    for dtype_name in request.get("matmul_dtypes", []):
+        tf32 = bool(torch.backends.cuda.matmul.allow_tf32) and dtype_name == "float32" and device == "cuda"
+        mkey = f"{dtype_name}{'+tf32' if tf32 else ''}"
+        if mkey not in mm and dtype_name in session._TORCH_DTYPES:
+            events.emit("ceiling", f"measuring the {device} {mkey} matmul ceiling (once)")
+            mm[mkey] = measure_matmul_ceiling(device, dtype_name)
+            changed = True
+    if changed:
+        cache[key] = entry
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(cache, indent=1), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return {"key": key, "cache": str(path), "fresh": changed, **entry}
+
+
+# ---------------------------------------------------------------- the target
+
+def load_target(request: dict, device: str):
+    target = request["target"]
+    try:
+        module = session._load_module(target["file"])
+    except session.CaptureFailure as exc:
+        raise BenchFailure(exc.kind, exc.message) from exc
+    fn = getattr(module, target["name"], None)
+    if fn is None:
+        raise BenchFailure("target", f"{target['file']}: no attribute {target['name']!r} after import")
+    if isinstance(fn, type):
+        if not issubclass(fn, torch.nn.Module):
+            raise BenchFailure("target", f"{target['name']} is a class but not a torch.nn.Module")
+        fn = fn().to(device)
+    return module, fn
+
+
+def make_inputs(request: dict, module, device: str) -> tuple:
+    try:
+        return session._make_inputs(request, module, device)
+    except session.CaptureFailure as exc:
+        raise BenchFailure(exc.kind, exc.message) from exc
+
+
+def tensors_of(value: Any) -> list[torch.Tensor]:
+    return [v for v in session._flatten(value) if isinstance(v, torch.Tensor)]
+
+
+class Step:
+    """One call of the function as the capture ran it: forward, and backward when asked."""
+
+    def __init__(self, fn, backward: bool):
+        self.fn = fn
+        self.backward = backward
+        self._ones: dict[tuple, torch.Tensor] = {}
+        self.params = [p for p in fn.parameters() if p.requires_grad] if isinstance(fn, torch.nn.Module) else []
+
+    def leaves(self, inputs: tuple) -> list[torch.Tensor]:
+        return [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad] + self.params
+
+    def __call__(self, inputs: tuple):
+        if not self.backward:
+            return self.fn(*inputs)
+        for t in self.leaves(inputs):
+            t.grad = None  # no accumulation kernels: every call is the same first backward
+        out = self.fn(*inputs)
+        outs = [o for o in tensors_of(out) if o.requires_grad]
+        if not outs:
+            raise BenchFailure("args", "backward: no output requires grad, nothing to differentiate")
+        grads = []
+        for o in outs:  # made once, outside the timed calls' steady state
+            key = (tuple(o.shape), o.dtype, o.device)
+            if key not in self._ones:
+                self._ones[key] = torch.ones_like(o)
+            grads.append(self._ones[key])
+        torch.autograd.backward(outs, grad_tensors=grads)
+        return out
+
+
+def compile_fn(fn, options: dict):
+    mode = options.get("mode") or "default"
+    return torch.compile(fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
+                         fullgraph=bool(options.get("fullgraph")))
+
+
+def _classify(exc: BaseException, request: dict) -> BenchFailure:
+    failure = session.classify(exc, request["target"].get("file", ""), {"device": request["device"],
+                                                                         **request["options"]})
+    return BenchFailure(failure.kind, failure.message)
+
+
+def call_guarded(step: Step, inputs: tuple, request: dict):
+    try:
+        out = step(inputs)
+        sync(request["device"])
+        return out
+    except BenchFailure:
+        raise
+    except Exception as exc:
+        raise _classify(exc, request) from exc
+
+
+# ---------------------------------------------------------------- timing and profiling
+
+def input_bytes(inputs: tuple) -> int:
+    return sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
+
+
+def rotation_sets(request: dict, module, device: str, first: tuple, cache_bytes: int | None) -> tuple[list, dict]:
+    """Input sets to cycle through so that a small input is not served from cache on every call."""
+    size = input_bytes(first)
+    info: dict[str, Any] = {"input_bytes": size, "cache_bytes": cache_bytes, "sets": 1}
+    if not cache_bytes or not size or size >= 2 * cache_bytes:
+        info["why"] = "inputs larger than twice the cache: not rotated" if cache_bytes else "cache size unknown"
+        return [first], info
+    budget = 1 << 30 if device == "cuda" else 1 << 28
+    sets = int(min(64, max(2, math.ceil(4 * cache_bytes / size)), max(1, budget // size)))
+    out = [first] + [make_inputs(request, module, device) for _ in range(sets - 1)]
+    info.update(sets=len(out), why=f"inputs fit in the {cache_bytes >> 20} MiB cache: {len(out)} sets rotated")
+    return out, info
+
+
+def time_calls(step: Step, sets: list, device: str, settings: dict) -> list[float]:
+    """Per-call latency (µs): the device is idle when each call starts, so guards, launches and
+    Python overhead count; warm-up calls are excluded."""
+    warmup, reps, budget = int(settings["warmup"]), int(settings["reps"]), float(settings["budget_s"])
+    for i in range(warmup):
+        step(sets[i % len(sets)])
+    sync(device)
+    samples: list[float] = []
+    deadline = time.perf_counter() + budget
+    i = 0
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    while len(samples) < reps or (time.perf_counter() < deadline and len(samples) < 10 * reps):
+        inputs = sets[i % len(sets)]
+        i += 1
+        if device == "cuda":
+            torch.cuda.synchronize()
+            start.record()
+            step(inputs)
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) * 1000.0)
+        else:
+            t = time.perf_counter_ns()
+            step(inputs)
+            samples.append((time.perf_counter_ns() - t) / 1000.0)
+    return samples
+
+
+def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple[str, float]]:
+    """(kernel name, µs) in launch order over ``calls`` calls: device kernels on a GPU, top-level ATen
+    ops and Inductor's C++ kernels on a CPU."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with profile(activities=activities) as prof:
+        for i in range(calls):
+            step(sets[i % len(sets)])
+            sync(device)
+    rows: list[tuple[float, str, float]] = []
+    for e in prof.events():
+        if device == "cuda":
+            if e.device_type != torch.autograd.DeviceType.CUDA:
+                continue
+            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us()))
+            continue
+        m = _CPP_EVENT.match(e.name)
+        if m:
+            rows.append((e.time_range.start, m.group(1), e.time_range.elapsed_us()))
+            continue
+        if not e.name.startswith("aten::") or e.name[6:] in ALLOC_OR_VIEW:
+            continue
+        parent = e.cpu_parent
+        while parent is not None and not parent.name.startswith("aten::"):
+            parent = parent.cpu_parent
+        if parent is None:
+            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us()))
+    rows.sort(key=lambda r: r[0])
+    return [(name, us) for _, name, us in rows]
+
+
+# ---------------------------------------------------------------- correctness
+
+TOLERANCES = {"float32": (1e-3, 1e-4), "float64": (1e-7, 1e-9), "float16": (1e-2, 1e-2), "bfloat16": (1.6e-2, 1e-2)}
+
+
+def compare(eager: list[torch.Tensor], compiled: list[torch.Tensor]) -> dict[str, Any]:
+    out: dict[str, Any] = {"tensors": len(eager), "max_abs_err": 0.0, "max_rel_err": 0.0, "nan_eager": 0,
+                           "nan_compiled": 0, "ok": True, "problems": []}
+    if len(eager) != len(compiled):
+        out.update(ok=False, problems=[f"eager returned {len(eager)} tensors, compiled {len(compiled)}"])
+        return out
+    for i, (e, c) in enumerate(zip(eager, compiled)):
+        if e.shape != c.shape or e.dtype != c.dtype:
+            out["ok"] = False
+            out["problems"].append(f"output {i}: eager {e.dtype} {list(e.shape)}, compiled {c.dtype} {list(c.shape)}")
+            continue
+        e64, c64 = e.detach().double().cpu(), c.detach().double().cpu()
+        ne, nc = torch.isnan(e64), torch.isnan(c64)
+        out["nan_eager"] += int(ne.sum())
+        out["nan_compiled"] += int(nc.sum())
+        if not torch.equal(ne, nc):
+            out["ok"] = False
+            out["problems"].append(f"output {i}: NaN where eager has none (or the reverse)")
+        finite = ~(ne | nc)
+        if finite.any():
+            diff = (e64[finite] - c64[finite]).abs()
+            max_abs = float(diff.max())
+            top = float(e64[finite].abs().max())
+            out["max_abs_err"] = max(out["max_abs_err"], max_abs)
+            out["max_rel_err"] = max(out["max_rel_err"], max_abs / top if top > 0 else 0.0)
+            if e.is_floating_point():
+                rtol, atol = TOLERANCES.get(str(e.dtype).replace("torch.", ""), (1e-3, 1e-4))
+                if not torch.allclose(c64[finite], e64[finite], rtol=rtol, atol=atol):
+                    out["ok"] = False
+                    out["problems"].append(f"output {i}: differs beyond rtol={rtol:g} atol={atol:g}")
+            elif max_abs != 0:
+                out["ok"] = False
+                out["problems"].append(f"output {i}: integer results differ")
+    out["max_abs_err"] = float(f"{out['max_abs_err']:.3g}")
+    out["max_rel_err"] = float(f"{out['max_rel_err']:.3g}")
+    out["rel_err_is"] = "max |compiled - eager| / max |eager|, per tensor"
+    return out
+
+
+def correctness(request: dict, module, eager: Step, compiled: Step) -> dict[str, Any]:
+    seed = int(time.time() * 1000) % (1 << 31)
+    torch.manual_seed(seed)
+    inputs = make_inputs(request, module, request["device"])
+    results = []
+    for step in (eager, compiled):
+        out = call_guarded(step, inputs, request)
+        tensors = [t.detach().clone() for t in tensors_of(out)]
+        if step.backward:
+            tensors += [t.grad.detach().clone() for t in step.leaves(inputs) if t.grad is not None]
+        results.append(tensors)
+    verdict = compare(results[0], results[1])
+    verdict["seed"] = seed
+    verdict["compared"] = "outputs" + (" and gradients" if eager.backward else "") + ", fresh random inputs"
+    return verdict
+
+
+# ---------------------------------------------------------------- sections
+
+def run_section(request: dict, module, fn, events) -> dict[str, Any]:
+    device, settings, options = request["device"], request["settings"], request["options"]
+    backward = bool(options.get("backward"))
+    inputs = make_inputs(request, module, device)
+    eager = Step(fn, backward)
+    compiled = Step(compile_fn(fn, options), backward)
+    result: dict[str, Any] = {"inputs": [session._describe(v) for v in inputs]}
+    events.emit("compile", "torch.compile: first call")
+    t = time.perf_counter()
+    call_guarded(compiled, inputs, request)
+    result["compile_s"] = round(time.perf_counter() - t, 3)
+    events.emit("correct", "compiled vs eager on fresh random inputs")
+    result["correctness"] = correctness(request, module, eager, compiled)
+    sets, result["rotation"] = rotation_sets(request, module, device, inputs, request["facts"].get("l2_bytes"))
+    for name, step in (("eager", eager), ("compiled", compiled)):
+        events.emit(name, f"timing {name} calls")
+        try:
+            samples = time_calls(step, sets, device, settings)
+            events.emit(name, f"profiling {settings['profile_calls']} {name} calls")
+            sequence = profile_calls(step, sets, device, int(settings["profile_calls"]))
+        except BenchFailure:
+            raise
+        except Exception as exc:
+            raise _classify(exc, request) from exc
+        result[name] = {"e2e": analysis.run_stats(samples), "profile_calls": int(settings["profile_calls"]),
+                        "sequence": [[n, round(us, 3)] for n, us in sequence]}
+    return result
+
+
+def scaled_specs(inputs: tuple, n: int) -> tuple[list[dict], int]:
+    """Specs of ``inputs`` with dim 0 set to ``n`` on every tensor whose dim 0 equals the first tensor's."""
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0]
+    if not tensors:
+        raise BenchFailure("args", "--sweep needs a tensor input with at least one dimension")
+    lead = tensors[0].shape[0]
+    specs = []
+    for v in inputs:
+        if not isinstance(v, torch.Tensor):
+            specs.append({"value": v})
+            continue
+        shape = list(v.shape)
+        if shape and shape[0] == lead:
+            shape[0] = n
+        specs.append({"dtype": str(v.dtype).replace("torch.", ""), "shape": shape, "requires_grad": v.requires_grad})
+    return specs, lead
+
+
+def sweep_section(request: dict, module, fn, events) -> dict[str, Any]:
+    device, settings, options = request["device"], request["settings"], request["options"]
+    backward = bool(options.get("backward"))
+    base = make_inputs(request, module, device)
+    _, lead = scaled_specs(base, 1)
+    sizes = request.get("sizes") or sorted({max(1, lead >> s) for s in (14, 12, 10, 8, 6, 4, 2, 0)})
+    rows = []
+    sweep_settings = dict(settings, reps=settings["sweep_reps"], budget_s=settings["sweep_budget_s"])
+    for n in sizes:
+        specs, _ = scaled_specs(base, n)
+        sub = dict(request, args=specs)
+        row: dict[str, Any] = {"size": n}
+        try:
+            inputs = make_inputs(sub, module, device)
+            row["elements"] = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+            row["input_bytes"] = input_bytes(inputs)
+            row["inputs"] = [session._describe(v) for v in inputs]
+            events.emit("sweep", f"size {n}: compiling")
+            torch._dynamo.reset()  # each size compiled as a user with that size would get it
+            compiled = Step(compile_fn(fn, options), backward)
+            t = time.perf_counter()
+            call_guarded(compiled, inputs, request)
+            row["compile_s"] = round(time.perf_counter() - t, 3)
+            sets, _ = rotation_sets(sub, module, device, inputs, request["facts"].get("l2_bytes"))
+            for name, step in (("eager", Step(fn, backward)), ("compiled", compiled)):
+                events.emit("sweep", f"size {n}: timing {name}")
+                stats = analysis.run_stats(time_calls(step, sets, device, sweep_settings))
+                row[f"{name}_us"] = stats["median_us"]
+                row[f"{name}_spread_pct"] = stats["spread_pct"]
+            row["speedup"] = round(row["eager_us"] / row["compiled_us"], 3) if row["compiled_us"] else None
+        except BenchFailure as exc:
+            row["error"] = exc.message
+        except Exception as exc:
+            row["error"] = _classify(exc, request).message
+        rows.append(row)
+    dim = "dim 0 of every input whose dim 0 is " + str(lead)
+    return {"rows": rows, "scaled": dim, "compiled_per_size": "torch._dynamo.reset() and a fresh torch.compile "
+            "per size", "crossover": analysis.crossover(rows)}
+
+
+# ---------------------------------------------------------------- one kernel
+
+def _kernel_args(call_text: str, tensors: dict[str, torch.Tensor]) -> list[Any]:
+    try:
+        call = ast.parse(call_text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise BenchFailure("kernel", f"cannot read the kernel's recorded call {call_text!r}") from exc
+    if not isinstance(call, ast.Call):
+        raise BenchFailure("kernel", f"the kernel's recorded call is not a call: {call_text!r}")
+    args: list[Any] = []
+    for node in call.args:
+        name = None
+        if isinstance(node, ast.Name):
+            name = node.id
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "reinterpret_tensor" and node.args \
+                and isinstance(node.args[0], ast.Name):
+            name = node.args[0].id
+        if name is not None:
+            if name not in tensors:
+                raise BenchFailure("kernel", f"argument {name} of the recorded call has no recorded shape; "
+                                   "cannot rerun this kernel alone")
+            args.append(tensors[name])
+            continue
+        try:
+            args.append(ast.literal_eval(node))
+        except ValueError as exc:
+            raise BenchFailure("kernel", f"argument {ast.unparse(node)!r} is symbolic (dynamic shapes); "
+                               "rerun needs a capture with static shapes") from exc
+    return args
+
+
+def _make_buffers(buffers: list[dict], device: str) -> dict[str, torch.Tensor]:
+    out: dict[str, torch.Tensor] = {}
+    for b in buffers:
+        if b["name"] in out:
+            continue
+        if any(not isinstance(d, int) for d in b["shape"] + b["stride"]) or b["dtype"] not in session._TORCH_DTYPES:
+            raise BenchFailure("kernel", f"buffer {b['name']} has a symbolic shape or unknown dtype "
+                               f"({b['dtype']}{b['shape']}); cannot rerun this kernel alone")
+        dtype = session._TORCH_DTYPES[b["dtype"]]
+        stride = b["stride"] or None
+        t = torch.empty_strided(b["shape"], stride, dtype=dtype, device=device) if stride else \
+            torch.empty(b["shape"], dtype=dtype, device=device)
+        if dtype.is_floating_point:
+            t.normal_()
+        elif dtype == torch.bool:
+            t.copy_(torch.rand(t.shape, device=device) > 0.5)
+        else:
+            t.zero_()  # integer buffers are often indices: zeros stay in range
+        out[b["name"]] = t
+    return out
+
+
+def _load_kernel(source: Path, name: str, tag: str):
+    spec = importlib.util.spec_from_file_location(f"kernelscope_kernel_{tag}_{name}", source)
+    if spec is None or spec.loader is None:
+        raise BenchFailure("kernel", f"{source}: cannot load the kernel module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise BenchFailure("kernel", f"loading {name}'s module raised {exc.__class__.__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    kernel = getattr(module, name, None)
+    if kernel is None or not hasattr(kernel, "run"):
+        raise BenchFailure("kernel", f"{name}'s module does not define an Inductor kernel named {name}")
+    return kernel
+
+
+def _config_dict(config) -> dict[str, Any]:
+    return {"kwargs": dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
+
+
+def kernel_section(request: dict, events) -> dict[str, Any]:
+    spec = request["kernel"]
+    if request["device"] != "cuda":
+        raise BenchFailure("device", f"{spec['name']}: rerunning a Triton kernel alone needs a CUDA GPU; "
+                           "none here (the CPU bench times the whole function)")
+    import triton
+    from triton.testing import do_bench
+
+    work = Path(request["work"])
+    source = work / f"{spec['name']}.py"  # a private copy: the autotuner writes its cache beside its file
+    source.write_text(spec["source_text"], encoding="utf-8")
+    tensors = _make_buffers(spec["buffers"], "cuda")
+    args = _kernel_args(spec["call_text"], tensors)
+    writes = [b["name"] for b in spec["buffers"] if b["role"] in ("write", "readwrite")]
+    stream = torch.cuda.current_stream().cuda_stream
+    inplace = [b["name"] for b in spec["buffers"] if b["role"] == "readwrite"]
+    saved = {n: tensors[n].clone() for n in inplace}
+
+    def restore() -> None:
+        for n, t in saved.items():
+            tensors[n].copy_(t)
+
+    results = []
+    reference: dict[str, torch.Tensor] = {}
+    chosen = None
+    for tag in ("recorded", "changed"):
+        kernel = _load_kernel(source, spec["name"], tag)
+        if tag == "changed":
+            config = copy.deepcopy(chosen)
+            changes = dict(spec.get("changes") or {})
+            for key in ("num_warps", "num_stages"):
+                if key in changes:
+                    setattr(config, key, int(changes.pop(key)))
+            unknown = [k for k in changes if k not in config.kwargs]
+            if unknown:
+                raise BenchFailure("kernel", f"{spec['name']} has no block size {', '.join(unknown)}; its config has "
+                                   f"{', '.join(config.kwargs) or 'no block sizes'}, num_warps, num_stages")
+            config.kwargs.update({k: int(v) for k, v in changes.items()})
+            kernel.configs = [config]
+        events.emit("kernel", f"{spec['name']}: {tag} config")
+        restore()
+        try:
+            kernel.run(*args, stream=stream)
+            torch.cuda.synchronize()
+        except Exception as exc:
+            raise BenchFailure("kernel", f"{spec['name']} ({tag} config) failed: {exc.__class__.__name__}: "
+                               f"{(str(exc).splitlines() or [''])[0][:300]}") from exc
+        launcher = kernel.launchers[0]
+        if tag == "recorded":
+            chosen = launcher.config
+            reference = {n: tensors[n].clone() for n in writes}
+            same = None
+        else:
+            same = all(torch.allclose(tensors[n].double(), reference[n].double(), rtol=1e-5, atol=1e-6, equal_nan=True)
+                       if tensors[n].is_floating_point() else torch.equal(tensors[n], reference[n]) for n in writes)
+
+        def launch(kernel=kernel) -> None:
+            kernel.run(*args, stream=stream)
+
+        q = do_bench(launch, warmup=25, rep=int(request["settings"].get("kernel_rep_ms", 200)),
+                     quantiles=[0.5, 0.1, 0.9])
+        results.append({"config": tag, **_config_dict(launcher.config), "median_us": round(q[0] * 1000, 3),
+                        "p10_us": round(q[1] * 1000, 3), "p90_us": round(q[2] * 1000, 3),
+                        "n_regs": getattr(launcher, "n_regs", None), "n_spills": getattr(launcher, "n_spills", None),
+                        "shared": getattr(launcher, "shared", None), "same_result": same})
+    restore()
+    return {"name": spec["name"], "kernel_id": spec.get("kernel_id", ""), "runs": results,
+            "timer": "triton.testing.do_bench (L2 cleared before each run), median and p10/p90",
+            "data": "random normal floats, zero integers, random bools; recorded shapes and strides",
+            "triton": triton.__version__}
+
+
+# ---------------------------------------------------------------- entry
+
+def run(request: dict, events) -> dict[str, Any]:
+    t0 = time.time()
+    device = request["device"]
+    events.emit("start", f"torch {torch.__version__} imported", elapsed=round(t0 - request.get("t_spawn", t0), 3))
+    if device == "cuda" and not torch.cuda.is_available():
+        raise BenchFailure("no_gpu", "the bench asked for cuda, but torch sees no CUDA GPU here; use --device cpu")
+    if device == "cpu":
+        import torch._inductor.config as inductor_config
+
+        inductor_config.cpp.enable_kernel_profile = True  # C++ kernels named in the CPU profile
+    facts = device_facts(device)
+    request["facts"] = facts
+    result: dict[str, Any] = {"device": facts, "clocks_before": clocks(device),
+                              "versions": {"torch": torch.__version__, "triton": facts.get("triton"),
+                                           "python": platform.python_version(), "cuda": torch.version.cuda,
+                                           "driver": facts.get("driver")},
+                              "settings": dict(request["settings"], options=request["options"], device=device)}
+    result["ceilings"] = ceilings(request, facts, events)
+    sections = request["sections"]
+    module = fn = None
+    if "run" in sections or "sweep" in sections:
+        module, fn = load_target(request, device)
+    if "run" in sections:
+        result["run"] = run_section(request, module, fn, events)
+    if "sweep" in sections:
+        result["sweep"] = sweep_section(request, module, fn, events)
+    if "kernel" in sections:
+        result["kernel"] = kernel_section(request, events)
+    result["clocks_after"] = clocks(device)
+    result["seconds"] = round(time.time() - t0, 2)
+    sys.stdout.flush()
+    return result

@@ -1,0 +1,373 @@
+"""Parent side of a bench (no torch): build the request from a bundle, spawn the child, stream its
+progress, turn its raw measurements into the stored record and save it in ``bundle.extra["bench"]``.
+
+``bundle.extra["bench"]`` holds one record per kind of run: ``run`` (eager vs compiled), ``sweep``
+and ``kernels`` (one-kernel reruns by kernel name). Each record carries its own device, clocks
+before and after, versions and settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelscope.bench import analysis
+from kernelscope.bench.counts import count_bundle, counts_dict
+from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
+from kernelscope.bundle.model import Bundle
+from kernelscope.capture.runner import _kill_group
+from kernelscope.target import ScalarSpec, TargetError, parse_args_spec
+
+RECORD_VERSION = 1
+
+
+@dataclass
+class BenchSettings:
+    device: str | None = None  # None: the device the bundle was captured on
+    warmup: int = 10
+    reps: int = 100  # at least this many timed calls per side ...
+    budget_s: float = 1.0  # ... and more, up to 10x, while this budget lasts
+    profile_calls: int = 10
+    sweep: bool = False
+    sizes: list[int] | None = None
+    sweep_reps: int = 30
+    sweep_budget_s: float = 0.3
+    kernel: str | None = None
+    changes: dict[str, int] = field(default_factory=dict)
+    kernel_rep_ms: int = 200
+    remeasure: bool = False
+    timeout: float | None = None
+
+    def sections(self) -> list[str]:
+        if self.kernel:
+            return ["kernel"]
+        return ["sweep"] if self.sweep else ["run"]
+
+
+class BenchError(Exception):
+    """A bench that could not run; one line for the user."""
+
+
+@dataclass
+class BenchResult:
+    status: str  # "ok", "failed", "cancelled", "crashed"
+    message: str = ""
+    record: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def ceilings_cache_path() -> Path:
+    base = os.environ.get("KERNELSCOPE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kernelscope")
+    return Path(base) / "ceilings.json"
+
+
+def bundle_device(bundle: Bundle) -> str:
+    return bundle.options.get("device") or bundle.environment.get("device") or "cuda"
+
+
+def _target_request(bundle: Bundle) -> dict[str, Any]:
+    t = bundle.target
+    if not t.get("file") or not t.get("name"):
+        kind = t.get("kind", "")
+        raise BenchError(f"{bundle.root}: this bundle has no function to rerun"
+                         f"{' (it was read from a ' + kind + ')' if kind else ''}; bench a capture of a "
+                         "function, e.g. `kernelscope bench add_relu`")
+    if not Path(t["file"]).is_file():
+        raise BenchError(f"{bundle.root}: the captured function's file {t['file']} is not on this machine")
+    args = None
+    if t.get("args"):
+        try:
+            specs = parse_args_spec(t["args"])
+        except TargetError as exc:
+            raise BenchError(f"{bundle.root}: recorded --args do not parse: {exc}") from exc
+        args = [{"value": a.value} if isinstance(a, ScalarSpec) else
+                {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in specs]
+    return {"target": {k: t.get(k) for k in ("spec", "file", "name", "is_class", "is_sample")}, "args": args}
+
+
+def _kernel_request(bundle: Bundle, key: str, changes: dict[str, int]) -> dict[str, Any]:
+    try:
+        k = bundle.kernel(key)
+    except KeyError as exc:
+        raise BenchError(str(exc).strip("'\"")) from exc
+    if k.lang != "triton":
+        raise BenchError(f"{k.name} is a {k.lang} kernel; only Triton kernels can be rerun alone")
+    text = read_text(bundle, k.source)
+    if not text:
+        raise BenchError(f"{k.name}: its source is not in the bundle")
+    if not k.call_text:
+        raise BenchError(f"{k.name}: the bundle does not record how it was launched")
+    return {"name": k.name, "kernel_id": k.id, "source_text": text, "call_text": k.call_text,
+            "buffers": [{"name": b.name, "role": b.role, "shape": b.shape, "stride": b.stride, "dtype": b.dtype,
+                         "bytes": b.bytes} for b in k.buffers], "changes": changes}
+
+
+def matmul_dtypes(bundle: Bundle) -> list[str]:
+    _, compiled = count_bundle(bundle)
+    dtypes = []
+    for launch in compiled.launches:
+        if launch.flops:
+            writes = [t.dtype for t in launch.transfers if t.role == "write"]
+            if writes and writes[0] not in dtypes:
+                dtypes.append(writes[0])
+    return dtypes
+
+
+class Bench:
+    """One bench of a bundle in a child process. ``run()`` blocks; ``cancel()`` works from any thread."""
+
+    def __init__(self, bundle_path: str | os.PathLike, settings: BenchSettings | None = None, *,
+                 python: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None):
+        self.bundle_path = Path(bundle_path)
+        self.settings = settings or BenchSettings()
+        self.python = python or sys.executable
+        self.on_event = on_event
+        self.events: list[dict[str, Any]] = []
+        self._proc: subprocess.Popen | None = None
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            _kill_group(proc)
+
+    def request(self, bundle: Bundle, work: Path, event_fd: int) -> dict[str, Any]:
+        s = self.settings
+        device = s.device or bundle_device(bundle)
+        req: dict[str, Any] = {
+            "work": str(work), "result": str(work / "result.json"), "event_fd": event_fd, "t_spawn": time.time(),
+            "device": device, "sections": s.sections(), "options": {
+                k: bundle.options.get(k) for k in ("mode", "dynamic", "fullgraph", "backward")},
+            "settings": {"warmup": s.warmup, "reps": s.reps, "budget_s": s.budget_s, "profile_calls": s.profile_calls,
+                         "sweep_reps": s.sweep_reps, "sweep_budget_s": s.sweep_budget_s,
+                         "kernel_rep_ms": s.kernel_rep_ms},
+            "sizes": s.sizes, "ceilings_cache": str(ceilings_cache_path()), "remeasure": s.remeasure,
+            "matmul_dtypes": matmul_dtypes(bundle) if "run" in s.sections() else [],
+            "target": {}, "args": None,
+        }
+        if "kernel" in s.sections():
+            req["kernel"] = _kernel_request(bundle, s.kernel or "", s.changes)
+        else:
+            req.update(_target_request(bundle))
+        return req
+
+    def run(self) -> BenchResult:
+        t0 = time.time()
+        bundle = read_bundle(self.bundle_path)
+        work = Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
+        read_fd, write_fd = os.pipe()
+        try:
+            request = self.request(bundle, work, write_fd)
+            request_path = work / "request.json"
+            request_path.write_text(json.dumps(request), encoding="utf-8")
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
+                                                ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+            self._proc = subprocess.Popen(
+                [self.python, "-m", "kernelscope.bench.child", str(request_path)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                pass_fds=(write_fd,), env=env, start_new_session=True)
+            os.close(write_fd)
+            write_fd = -1
+            if self._cancelled.is_set():
+                _kill_group(self._proc)
+            reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
+            reader.start()
+            try:
+                rc = self._proc.wait(timeout=self.settings.timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(self._proc)
+                self._proc.wait()
+                return BenchResult("failed", f"bench timed out after {self.settings.timeout:g} s (the child was "
+                                   "stopped); nothing was stored", events=self.events, seconds=time.time() - t0)
+            stderr = (self._proc.stderr.read() or b"").decode("utf-8", "replace") if self._proc.stderr else ""
+            reader.join(timeout=5)
+            if self._cancelled.is_set():
+                return BenchResult("cancelled", "bench cancelled; nothing was stored", events=self.events,
+                                   seconds=time.time() - t0)
+            result_path = work / "result.json"
+            raw = json.loads(result_path.read_text(encoding="utf-8")) if result_path.is_file() else None
+            if raw is None or "error" in (raw or {}):
+                message = raw["error"] if raw else _crash_message(rc, stderr)
+                return BenchResult("failed" if raw else "crashed", message, events=self.events,
+                                   seconds=time.time() - t0)
+            record = build_record(bundle, request, raw)
+            store(self.bundle_path, record)
+            return BenchResult("ok", "", record, self.events, time.time() - t0)
+        finally:
+            if write_fd >= 0:
+                os.close(write_fd)
+            try:
+                os.close(read_fd)
+            except OSError:
+                pass
+            self._proc = None
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _read_events(self, fd: int) -> None:
+        with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                self.events.append(event)
+                if self.on_event is not None:
+                    try:
+                        self.on_event(event)
+                    except Exception:
+                        pass
+
+
+def _crash_message(rc: int, stderr: str) -> str:
+    tail = [line for line in stderr.strip().split("\n") if line.strip()]
+    return f"the bench process exited with status {rc}" + (f": {tail[-1][:300]}" if tail else "")
+
+
+# ---------------------------------------------------------------- the stored record
+
+def _header(raw: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    return {"version": RECORD_VERSION, "ran_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "device": raw["device"],
+            "clocks": {"before": raw.get("clocks_before"), "after": raw.get("clocks_after")},
+            "versions": raw.get("versions"), "settings": raw.get("settings"), "seconds": raw.get("seconds")}
+
+
+def _ceiling_view(raw: dict[str, Any]) -> dict[str, Any]:
+    c = raw.get("ceilings") or {}
+    return {"copy": c.get("copy"), "matmul": c.get("matmul", {}), "cache": c.get("cache"), "key": c.get("key")}
+
+
+def build_record(bundle: Bundle, request: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """What is stored for the sections the child measured: {"run": ..., "sweep": ..., "kernels": {...}}."""
+    out: dict[str, Any] = {}
+    header = _header(raw, request)
+    ceil = _ceiling_view(raw)
+    if "run" in raw:
+        out["run"] = {**header, "ceilings": ceil, **_run_record(bundle, raw["run"], ceil, request["device"])}
+    if "sweep" in raw:
+        out["sweep"] = {**header, **raw["sweep"]}
+    if "kernel" in raw:
+        out["kernels"] = {raw["kernel"]["name"]: {**header, "ceilings": ceil,
+                                                  **_kernel_record(bundle, raw["kernel"], ceil)}}
+    return out
+
+
+def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], device: str) -> dict[str, Any]:
+    counts = counts_dict(bundle)
+    _, compiled_count = count_bundle(bundle)
+    named = {k.name for k in bundle.kernels if k.lang in ("triton", "cpp")}
+    rec: dict[str, Any] = {"counts": counts, "inputs": run.get("inputs"), "compile_s": run.get("compile_s"),
+                           "correctness": run.get("correctness"), "rotation": run.get("rotation"),
+                           "captured_on": bundle_device(bundle), "notes": []}
+    if bundle_device(bundle) != device:
+        rec["notes"].append(f"captured on {bundle_device(bundle)}, measured on {device}: the kernels measured are "
+                            "what this device compiles, the counts are the capture's")
+    for side in ("eager", "compiled"):
+        data = run[side]
+        calls = data["profile_calls"]
+        seq = [(n, us) for n, us in data["sequence"]]
+        kernels = analysis.per_call_kernels(seq, calls)
+        kernel_us = round(sum(k["us_per_call"] for k in kernels), 3)
+        e2e = data["e2e"]
+        outside = round(e2e["median_us"] - kernel_us, 3) if e2e.get("median_us") else None
+        if outside is not None and outside < 0:
+            rec["notes"].append(f"{side}: the profiler's kernel time ({kernel_us:.1f} µs) exceeds the end-to-end "
+                                f"median ({e2e['median_us']:.1f} µs); its timestamps are too coarse or too "
+                                "perturbed on this machine to split the call, so 'outside' is not shown")
+            outside = None
+        rec[side] = {"e2e": e2e, "kernels": kernels, "launches_per_call": round(len(seq) / calls, 3),
+                     "kernel_us": kernel_us, "outside_us": outside, "profile_calls": calls}
+    # Per compiled launch: measured time, bytes from the bundle, rate against the ceilings.
+    copy_gbps = (ceil.get("copy") or {}).get("gbps")
+    seq = [(n, us) for n, us in run["compiled"]["sequence"]]
+    calls = run["compiled"]["profile_calls"]
+    chunks = analysis.split_calls(seq, calls)
+    per_launch = []
+    launches = compiled_count.launches
+    matched: list[list[float]] = [[] for _ in launches]
+    matched_names: list[list[str]] = [[] for _ in launches]
+    if chunks:
+        for chunk in chunks:
+            for i, idx in enumerate(analysis.attribute(launches, chunk, named)):
+                if idx:
+                    matched[i].append(sum(chunk[x][1] for x in idx))
+                    if not matched_names[i]:
+                        matched_names[i] = [chunk[x][0] for x in idx]
+    else:
+        rec["notes"].append("the compiled calls did not launch the same kernels every time; per-kernel times are "
+                            "matched by name only")
+        by_name = {k["name"]: k["us_per_launch"] for k in rec["compiled"]["kernels"]}
+        for i, launch in enumerate(launches):
+            if launch.name in by_name:
+                matched[i] = [by_name[launch.name]]
+                matched_names[i] = [launch.name]
+    for i, launch in enumerate(launches):
+        us = sorted(matched[i])[len(matched[i]) // 2] if matched[i] else None
+        moved = (launch.bytes_read or 0) + (launch.bytes_written or 0) if launch.bytes_read is not None \
+            and launch.bytes_written is not None else None
+        gbps = analysis.rate(moved, us)
+        row = {"kernel_id": launch.kernel_id, "name": launch.name, "kind": launch.op, "measured_as": matched_names[i],
+               "us": round(us, 3) if us is not None else None, "bytes_read": launch.bytes_read,
+               "bytes_written": launch.bytes_written, "gbps": round(gbps, 1) if gbps else None,
+               "pct_copy": _round(analysis.percent(gbps, copy_gbps)), "flops": launch.flops}
+        if launch.flops and us:
+            tflops = launch.flops / (us * 1e-6) / 1e12
+            dtype = next((t.dtype for t in launch.transfers if t.role == "write"), "")
+            mm = ceil.get("matmul", {})
+            top = next((v for k, v in mm.items() if k.split("+")[0] == dtype), None)
+            row.update(tflops=round(tflops, 3), pct_matmul=_round(analysis.percent(tflops, (top or {}).get("tflops"))),
+                       matmul_ceiling=(top or {}).get("tflops"))
+        per_launch.append(row)
+    rec["per_kernel"] = per_launch
+    rec["timer"] = ("CUDA events around each call, device idle at the start (guards, launches and Python count)"
+                    if device == "cuda" else "wall clock (time.perf_counter_ns) around each call")
+    rec["kernel_source"] = ("torch.profiler device kernels" if device == "cuda" else
+                            "torch.profiler CPU: top-level ATen ops, Inductor C++ kernels (cpp.enable_kernel_profile)")
+    return rec
+
+
+def _kernel_record(bundle: Bundle, raw: dict[str, Any], ceil: dict[str, Any]) -> dict[str, Any]:
+    k = bundle.kernel(raw["kernel_id"] or raw["name"])
+    moved = (k.bytes_read or 0) + (k.bytes_written or 0) if k.bytes_read is not None else None
+    copy_gbps = (ceil.get("copy") or {}).get("gbps")
+    for r in raw["runs"]:
+        gbps = analysis.rate(moved, r.get("median_us"))
+        r["gbps"] = round(gbps, 1) if gbps else None
+        r["pct_copy"] = _round(analysis.percent(gbps, copy_gbps))
+    return {**raw, "bytes_moved": moved}
+
+
+def _round(x: float | None) -> float | None:
+    return round(x, 1) if x is not None else None
+
+
+def store(bundle_path: Path, record: dict[str, Any]) -> None:
+    """Merge ``record`` into the bundle's ``extra["bench"]`` (read fresh, written atomically)."""
+    bundle = read_bundle(bundle_path)
+    bench = dict(bundle.extra.get("bench") or {})
+    for key, value in record.items():
+        if key == "kernels":
+            kernels = dict(bench.get("kernels") or {})
+            kernels.update(value)
+            bench["kernels"] = kernels
+        else:
+            bench[key] = value
+    bundle.extra["bench"] = bench
+    try:
+        save_manifest(bundle, bundle_path)
+    except OSError as exc:
+        raise BundleError(f"{bundle_path}: cannot store the bench results ({exc})") from exc

@@ -1,0 +1,188 @@
+"""Bench results as plain-text tables (pure): what ``kernelscope bench`` prints and the Bench view shows.
+
+Every number names its source: the graphs (computed), the profiler, CUDA events / the wall clock,
+do_bench, and the ceilings measured on the device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.bench.analysis import bar, fmt_bytes, fmt_us
+
+
+def _short(name: str, width: int = 48) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def counts_lines(counts: dict[str, Any]) -> list[str]:
+    e, c = counts["eager"], counts["compiled"]
+    out = ["Computed from the graphs (one call)",
+           f"  {'':<10}{'kernels':>8}{'transfers':>11}{'read':>11}{'written':>11}"]
+    for label, d in (("eager", e), ("compiled", c)):
+        out.append(f"  {label:<10}{d['kernels']:>8}{d['transfers']:>11}{fmt_bytes(d['bytes_read']):>11}"
+                   f"{fmt_bytes(d['bytes_written']):>11}")
+    out.append("  eager: " + "; ".join(e["sources"]) + "  (one op = one launch, reads its tensor inputs, writes its "
+               "outputs; views are free)")
+    out.append("  compiled: each kernel's buffer list from the output code")
+    for side in (e, c):
+        for g in side["graphs"]:
+            for note in g.get("notes", []):
+                out.append(f"  note: {note}")
+    return out
+
+
+def header_lines(rec: dict[str, Any]) -> list[str]:
+    dev = rec.get("device") or {}
+    v = rec.get("versions") or {}
+    where = dev.get("device_name") or dev.get("cpu_model") or "?"
+    label = "GPU" if dev.get("device") == "cuda" else "CPU"
+    out = [f"{label}: {where}  torch {v.get('torch')}  triton {v.get('triton')}  python {v.get('python')}"
+           + (f"  cuda {v.get('cuda')}" if dev.get("device") == "cuda" else "")
+           + f"  ({rec.get('ran_at', '')})"]
+    clocks = rec.get("clocks") or {}
+    parts = []
+    for when in ("before", "after"):
+        c = clocks.get(when) or {}
+        smi = c.get("nvidia_smi")
+        if smi:
+            parts.append(f"{when}: SM {smi.get('clocks.sm')}/{smi.get('clocks.max.sm')} MHz, "
+                         f"mem {smi.get('clocks.mem')} MHz, {smi.get('temperature.gpu')} C, {smi.get('power.draw')} W")
+        elif c.get("cpu_mhz"):
+            mhz = c["cpu_mhz"]
+            parts.append(f"{when}: {min(mhz)}-{max(mhz)} MHz")
+        elif c.get("nvidia_smi_error"):
+            parts.append(f"{when}: nvidia-smi failed ({c['nvidia_smi_error'][:60]})")
+    if parts:
+        out.append("clocks " + "; ".join(parts))
+    return out
+
+
+def ceiling_lines(ceil: dict[str, Any]) -> list[str]:
+    out = []
+    copy = ceil.get("copy")
+    if copy:
+        out.append(f"copy ceiling {copy['gbps']:.0f} GB/s (measured {copy.get('measured_at', '')}: {copy['method']})")
+    for key, mm in (ceil.get("matmul") or {}).items():
+        out.append(f"matmul ceiling {key} {mm['tflops']:.1f} TFLOP/s ({mm['method']})")
+    return out
+
+
+def run_lines(rec: dict[str, Any]) -> list[str]:
+    cpu = (rec.get("device") or {}).get("device") != "cuda"
+    out = header_lines(rec)
+    out += ceiling_lines(rec.get("ceilings") or {})
+    out.append("inputs " + ", ".join(rec.get("inputs") or []) + f"   ({(rec.get('rotation') or {}).get('why', '')})")
+    out.append("")
+    out += counts_lines(rec["counts"])
+    out.append("")
+    out.append(f"Measured per call{' (CPU)' if cpu else ''}: {rec.get('timer', '')}")
+    out.append(f"  {'':<10}{'launches':>9}{'end-to-end':>12}{'spread':>8}{'in kernels':>12}{'outside':>10}{'runs':>6}")
+    for side in ("eager", "compiled"):
+        d = rec[side]
+        e2e = d["e2e"]
+        spread = f"±{e2e.get('spread_pct')}%" if e2e.get("spread_pct") is not None else "-"
+        out.append(f"  {side:<10}{d['launches_per_call']:>9g}{fmt_us(e2e.get('median_us')):>12}{spread:>8}"
+                   f"{fmt_us(d['kernel_us']):>12}{fmt_us(d['outside_us']):>10}{e2e.get('runs', 0):>6}")
+    eg, cp = rec["eager"]["e2e"].get("median_us"), rec["compiled"]["e2e"].get("median_us")
+    if eg and cp:
+        verdict = "compiled is faster" if cp < eg else "compiling does not pay at this size"
+        out.append(f"  speedup {eg / cp:.2f}x: {verdict}   (compile + first call {rec.get('compile_s')} s)")
+    out.append("  end-to-end: median of the runs, spread p10-p90; in kernels: " + rec.get("kernel_source", "") +
+               "; outside = end-to-end - in kernels")
+    for side in ("eager", "compiled"):
+        out.append("")
+        out.append(f"{side} kernels{' (CPU ops)' if cpu else ''}, per call (profiler, "
+                   f"{rec[side]['profile_calls']} calls)")
+        for k in rec[side]["kernels"]:
+            out.append(f"  {k['per_call']:>4g}x {fmt_us(k['us_per_call']):>9}  {_short(k['name'], 66)}")
+    out.append("")
+    out.append("compiled kernels: bytes from the bundle's buffers, time from the profiler")
+    out.append(f"  {'kernel':<44}{'time':>9}{'read':>10}{'written':>10}{'GB/s':>8}{'%copy':>7}  FLOP/s")
+    for r in rec.get("per_kernel", []):
+        flops = ""
+        if r.get("tflops") is not None:
+            flops = f"{r['tflops']:.2f} TF"
+            if r.get("pct_matmul") is not None:
+                flops += f" {r['pct_matmul']:.0f}% of mm"
+        gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
+        pct = f"{r['pct_copy']:.0f}%" if r.get("pct_copy") is not None else "-"
+        out.append(f"  {_short(r['name'], 43):<44}{fmt_us(r.get('us')):>9}{fmt_bytes(r.get('bytes_read')):>10}"
+                   f"{fmt_bytes(r.get('bytes_written')):>10}{gbps:>8}{pct:>7}  {flops}")
+        if r.get("measured_as") and r["measured_as"] != [r["name"]]:
+            out.append(f"    measured as: {', '.join(_short(n, 60) for n in r['measured_as'])}")
+    c = rec.get("correctness") or {}
+    if c:
+        out.append("")
+        status = "OK" if c.get("ok") else "MISMATCH"
+        out.append(f"correctness {status}: max abs err {c.get('max_abs_err'):.3g}, "
+                   f"max rel err {c.get('max_rel_err'):.3g} ({c.get('rel_err_is')}), "
+                   f"NaN eager {c.get('nan_eager')} / compiled {c.get('nan_compiled')}; "
+                   f"{c.get('compared')} (seed {c.get('seed')})")
+        for p in c.get("problems", []):
+            out.append(f"  {p}")
+    for note in rec.get("notes", []):
+        out.append(f"note: {note}")
+    return out
+
+
+def sweep_lines(rec: dict[str, Any], width: int = 24) -> list[str]:
+    cpu = (rec.get("device") or {}).get("device") != "cuda"
+    out = header_lines(rec)
+    out.append(f"Sweep{' (CPU)' if cpu else ''}: {rec.get('scaled')}; {rec.get('compiled_per_size')}")
+    rows = rec.get("rows", [])
+    top = max([r.get("speedup") or 0 for r in rows] + [1.0])
+    out.append(f"  {'size':>10}{'elements':>12}{'eager':>10}{'compiled':>10}{'speedup':>9}  (bar: speedup, | = 1x)")
+    one = int(round(width * 1.0 / top))
+    for r in rows:
+        if r.get("error"):
+            out.append(f"  {r['size']:>10}  error: {r['error']}")
+            continue
+        s = r.get("speedup") or 0
+        b = bar(s, top, width)
+        b = (b + " " * width)[:width]
+        b = b[:one] + "|" + b[one + 1:] if one < width else b
+        out.append(f"  {r['size']:>10}{r.get('elements', 0):>12}{fmt_us(r.get('eager_us')):>10}"
+                   f"{fmt_us(r.get('compiled_us')):>10}{s:>8.2f}x  {b}")
+    cross = rec.get("crossover")
+    if cross:
+        out.append(f"  compiling pays from size {cross['size']} ({cross['elements']} elements) upward")
+    elif rows:
+        out.append("  compiling did not pay at any size measured")
+    return out
+
+
+def kernel_lines(rec: dict[str, Any]) -> list[str]:
+    out = header_lines(rec)
+    out.append(f"One kernel: {rec['name']}  ({rec.get('timer')}; {rec.get('data')})")
+    out.append(f"  {'config':<9}{'block sizes':<26}{'warps':>6}{'stages':>7}{'time':>10}{'GB/s':>8}{'%copy':>7}"
+               f"{'regs':>6}  same result")
+    for r in rec["runs"]:
+        blocks = " ".join(f"{k}={v}" for k, v in r["kwargs"].items())
+        gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
+        pct = f"{r['pct_copy']:.0f}%" if r.get("pct_copy") is not None else "-"
+        same = "" if r.get("same_result") is None else ("yes" if r["same_result"] else "NO")
+        out.append(f"  {r['config']:<9}{blocks:<26}{r['num_warps']:>6}{r['num_stages']:>7}{fmt_us(r['median_us']):>10}"
+                   f"{gbps:>8}{pct:>7}{r.get('n_regs') if r.get('n_regs') is not None else '-':>6}  {same}")
+    runs = rec["runs"]
+    if len(runs) == 2 and runs[0]["median_us"] and runs[1]["median_us"]:
+        out.append(f"  changed / recorded time: {runs[1]['median_us'] / runs[0]['median_us']:.2f}x   "
+                   f"bytes moved {fmt_bytes(rec.get('bytes_moved'))}")
+    return out
+
+
+def bench_text(bench: dict[str, Any] | None, counts: dict[str, Any] | None = None) -> str:
+    """Everything stored, or the computed counts alone when no bench has run."""
+    bench = bench or {}
+    out: list[str] = []
+    if "run" in bench:
+        out += run_lines(bench["run"])
+    elif counts is not None:
+        out += counts_lines(counts)
+        out.append("")
+        out.append("No bench has run on this capture: `kernelscope bench BUNDLE` (or b in the Bench view) measures it.")
+    if "sweep" in bench:
+        out += ["", *sweep_lines(bench["sweep"])]
+    for rec in (bench.get("kernels") or {}).values():
+        out += ["", *kernel_lines(rec)]
+    return "\n".join(out)
