@@ -165,3 +165,32 @@ def test_widget_import_pulls_in_neither_torch_nor_triton():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_passes_failure_is_shown_not_raised(add_relu):
+    asyncio.run(_passes_failure_is_shown_not_raised(add_relu))
+
+
+async def _passes_failure_is_shown_not_raised(add_relu):
+    bundle, kernel = add_relu
+    variant = kernel.triton[0]
+    saved = dict(variant.files)
+    for stage in ("source", "ttir"):
+        variant.files.pop(stage, None)
+    try:
+        app = PipelineApp(bundle, kernel, variant=variant)
+        async with app.run_test(size=(120, 30)) as pilot:
+            view = app.query_one(PipelineView)
+            await _ready(pilot, view)
+            assert view.stages[1].missing  # no TTIR: a placeholder, the view still works
+            await pilot.press("]")
+            assert view.left.lines[0].startswith("[TTIR not available: no .ttir file")
+            await pilot.press("p")
+            for _ in range(100):
+                if "passes unavailable" in view.status_text:
+                    break
+                await pilot.pause(0.05)
+            assert "neither the .source nor the .ttir MLIR" in view.status_text
+            assert view.left.lines[0].startswith("[passes not available:")
+    finally:
+        variant.files = saved

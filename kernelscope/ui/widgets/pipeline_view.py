@@ -25,6 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
+from textual.worker import Worker, WorkerState
 
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.pipeline.linemap import lines_for_source_line, source_lines_for
@@ -325,6 +326,17 @@ class PipelineView(Widget, can_focus=False):
             self.post_message(self.PassesFailed(str(exc).strip("'\"").splitlines()[0] if str(exc) else repr(exc)))
             return
         self.post_message(self.PassesLoaded(logs, origin))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """One place for unexpected worker failures: say what broke instead of spinning forever."""
+        if event.state != WorkerState.ERROR:
+            return
+        error = event.worker.error
+        reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        if event.worker.group == "pipeline-passes":
+            self.post_message(self.PassesFailed(reason))
+        else:
+            self.left.set_text(f"[stages could not be loaded: {reason}]", "text", self.kernel.name)
 
     @on(StagesLoaded)
     def _stages_loaded(self, message: StagesLoaded) -> None:
