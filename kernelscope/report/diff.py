@@ -314,7 +314,7 @@ def _describe(d: BundleDiff, e: KernelChange) -> None:
     if e.status != REPLACED:
         e.status = CHANGED if e.changes else SAME
         if e.status == SAME:
-            e.diffs = []  # nothing to show; frees the texts
+            e.diffs = None  # nothing to show: free the texts (recomputed if asked for)
 
 
 def diff_bundles(a: Bundle, b: Bundle) -> BundleDiff:

@@ -1,0 +1,139 @@
+"""``kernelscope open DIR``: turn a TORCH_TRACE folder from anyone's job into a bundle, then explore it.
+
+Several ranks write one log each (``dedicated_log_torch_trace_rank_N_*.log``); a bundle holds one
+rank, the lowest unless ``--rank`` says otherwise. Bundles go to a per-user cache unless ``-o`` names
+a folder, so opening never writes next to (or over) the user's files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from kernelscope.bundle.io import BundleError, read_bundle, save_manifest
+
+_RANK_IN_NAME = re.compile(r"rank_(\d+)")
+_RANK_IN_RECORD = re.compile(r"\"rank\": ?(\d+)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace", metavar="DIR", help="the folder TORCH_TRACE named (or one of its .log files)")
+    p.add_argument("--triton-cache", metavar="DIR", help="the job's TRITON_CACHE_DIR, for Triton stages")
+    p.add_argument("--stderr-log", metavar="FILE", help="the job's stderr (TORCH_LOGS, AUTOTUNE tables), optional")
+    p.add_argument("--rank", type=int, metavar="N", help="which rank's log to open (default: the lowest)")
+    p.add_argument("-o", "--out", metavar="BUNDLE", help="bundle folder to write (default: a folder in "
+                                                          "~/.cache/kernelscope/opened)")
+    p.add_argument("--force", action="store_true", help="replace an existing bundle at -o")
+    p.add_argument("--no-ui", action="store_true", help="print the summary instead of opening the explorer")
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernelscope" / "opened"
+
+
+def default_out(trace: Path, rank: int | None) -> Path:
+    """A stable folder per (trace, rank) in the user's cache: reopening refreshes it."""
+    trace = trace.absolute()
+    name = trace.stem if trace.is_file() else trace.name
+    if name in ("trace", "traces", "torch_trace", ""):
+        name = f"{trace.parent.name}-{name or 'trace'}"
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "trace"
+    digest = hashlib.sha1(f"{trace}|{rank}".encode()).hexdigest()[:8]
+    return cache_root() / (f"{name}-rank{rank}-{digest}" if rank is not None else f"{name}-{digest}")
+
+
+def rank_of(log: Path) -> int | None:
+    """The rank that wrote a trace log: from its file name, else from its first records."""
+    m = _RANK_IN_NAME.search(log.name)
+    if m:
+        return int(m.group(1))
+    try:
+        with open(log, encoding="utf-8", errors="replace") as fh:
+            for _, line in zip(range(200), fh):
+                if not line.startswith("\t") and (m := _RANK_IN_RECORD.search(line)):
+                    return int(m.group(1))
+    except OSError:
+        return None
+    return None
+
+
+def logs_by_rank(trace: Path) -> dict[int | None, list[Path]]:
+    from kernelscope.ingest.tracelog import trace_files
+
+    ranks: dict[int | None, list[Path]] = {}
+    for log in trace_files(trace):
+        ranks.setdefault(rank_of(log), []).append(log)
+    return ranks
+
+
+def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None, stderr_log: str | None = None,
+               rank: int | None = None, replace: bool = False):
+    """Write the bundle for one rank of a TORCH_TRACE folder; returns (bundle, out, ranks found)."""
+    from kernelscope.ingest.open_trace import bundle_from_trace
+
+    if not trace.exists():
+        raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
+    if stderr_log is not None and not Path(stderr_log).is_file():
+        raise BundleError(f"{stderr_log}: no such stderr log file")
+    ranks = logs_by_rank(trace)
+    if not ranks:
+        raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
+    known = sorted(r for r in ranks if r is not None)
+    if rank is not None and rank not in ranks:
+        raise BundleError(f"{trace}: no log of rank {rank}; ranks found: {', '.join(map(str, known)) or 'none'}")
+    if rank is None and len(ranks) > 1:
+        rank = known[0] if known else None
+    chosen = ranks[rank] if len(ranks) > 1 or rank is not None else [p for logs in ranks.values() for p in logs]
+    if out is None:
+        out = default_out(trace, rank if len(ranks) > 1 or rank is not None else None)
+        replace = True  # our own cache folder: reopening refreshes it (never a non-bundle folder)
+    with tempfile.TemporaryDirectory(prefix="kernelscope-open-") as tmp:
+        source: Path = trace
+        if len(chosen) == 1:
+            source = chosen[0]
+        elif len(ranks) > 1:  # this rank's logs only: link them into a folder of their own
+            for i, log in enumerate(chosen):
+                os.symlink(log.absolute(), Path(tmp) / f"{i:03d}-{log.name}")
+            source = Path(tmp)
+        bundle = bundle_from_trace(source, out, triton_cache=triton_cache, stderr_log=stderr_log, replace=replace)
+    bundle.target["spec"] = str(trace)
+    if len(ranks) > 1:
+        others = [str(r) for r in known if r != rank]
+        bundle.notes.append(f"rank {rank} of ranks {', '.join(map(str, known))}; "
+                            f"`kernelscope open --rank N` opens rank {' or '.join(others) or 'N'}")
+    save_manifest(bundle, out)
+    return read_bundle(out), out, known
+
+
+def run(args: argparse.Namespace) -> int:
+    trace = Path(args.trace)
+    out = Path(args.out) if args.out else None
+    bundle, out, ranks = open_trace(trace, out, triton_cache=args.triton_cache, stderr_log=args.stderr_log,
+                                    rank=args.rank, replace=args.force)
+    compile_ids = sorted({g.compile_id for g in bundle.graphs})
+    rank_text = f" (rank {bundle.environment.get('ranks')[0]} of {len(ranks)})" if len(ranks) > 1 else ""
+    print(f"opened {trace}{rank_text}: {len(compile_ids)} compile id(s), {len(bundle.graphs)} graph(s), "
+          f"{len(bundle.kernels)} kernel(s) -> {out}", file=sys.stderr)
+    if args.no_ui:
+        from kernelscope.show import summary_text
+
+        sys.stdout.write(summary_text(bundle))
+        return 0
+    try:
+        from kernelscope.ui.app import main as ui_main
+    except ImportError:
+        from kernelscope.show import summary_text
+
+        sys.stdout.write(summary_text(bundle))
+        print("kernelscope: the explorer is not available in this install; printed the summary instead",
+              file=sys.stderr)
+        return 0
+    ui_args = argparse.Namespace(what=str(out), out=None, args_spec=None, mode=None, dynamic=None, fullgraph=None,
+                                 backward=None, device=None, passes=False, timeout=None)
+    return int(ui_main(ui_args) or 0)

@@ -1,0 +1,167 @@
+"""`kernelscope diff` and the DiffView widget: kernels matched across captures, changes a reviewer notices."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+from kernelscope.bundle.io import read_bundle
+from kernelscope.cli import main
+from kernelscope.report.diff import ADDED, CHANGED, REMOVED, REPLACED, SAME, diff_bundles, diffs_for, name_stem
+from kernelscope.report.normalise import normalise_text
+from tests.conftest import GPU_FIXTURES, REF_CASES, kernelscope_cmd
+
+AUTOTUNE_PAIRS = [("ref", "linear_relu", "linear_relu_autotune")]
+if (GPU_FIXTURES / "linear_relu" / "bundle.json").is_file() and \
+        (GPU_FIXTURES / "linear_relu_autotune" / "bundle.json").is_file():
+    AUTOTUNE_PAIRS.append(("gpu", "linear_relu", "linear_relu_autotune"))
+
+
+def _pair(ref_bundles, source: str, a: str, b: str) -> tuple[Path, Path]:
+    if source == "ref":
+        return ref_bundles[a], ref_bundles[b]
+    return GPU_FIXTURES / a, GPU_FIXTURES / b
+
+
+@pytest.mark.parametrize("source,a,b", AUTOTUNE_PAIRS)
+def test_default_vs_max_autotune_shows_the_template_that_replaced_the_extern_mm(ref_bundles, source, a, b):
+    pa, pb = _pair(ref_bundles, source, a, b)
+    d = diff_bundles(read_bundle(pa), read_bundle(pb))
+    replaced = d.of(REPLACED)
+    assert len(replaced) == 1, [e.title() for e in d.entries]
+    e = replaced[0]
+    assert any(k.name == "extern_kernels.mm" for k in e.a)
+    [tem] = e.b
+    assert tem.kind == "template" and tem.name.startswith("triton_tem_fused_addmm_relu")
+    assert f"{tem.name} (template) replaces extern_kernels.mm (extern)" in e.changes[0]
+    assert "launches per call 2 -> 1" in e.changes
+    assert not d.of(ADDED, REMOVED)
+
+
+def test_diff_cli_text_as_printed(ref_bundles, capsys):
+    assert main(["diff", str(ref_bundles["linear_relu"]), str(ref_bundles["linear_relu_autotune"])]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert any(line.split() == ["kernels", "2", "1", "*"] for line in lines)
+    assert any(line.split() == ["extern", "calls", "1", "0", "*"] for line in lines)
+    assert "kernels: 1 replaced, 0 changed, 0 added, 0 removed, 0 same" in out
+    assert "REPLACED extern_kernels.mm + triton_poi_fused_addmm_relu_threshold_backward_0 -> " \
+           "triton_tem_fused_addmm_relu_t_threshold_backward_0" in out
+    assert "  + triton_tem_fused_addmm_relu_t_threshold_backward_0 (template; fused permute, mm_default" in out
+    # The unified diff of the sources: the pointwise kernel became a matmul template with the relu epilogue.
+    assert "    +++ B/triton_tem_fused_addmm_relu_t_threshold_backward_0.source" in out
+    assert "    +        acc += tl.dot(a, b, allow_tf32=ALLOW_TF32, out_dtype=ACC_TYPE)" in out
+
+
+def test_diff_markdown_parses_and_json_for_scripts(ref_bundles, capsys):
+    a, b = str(ref_bundles["linear_relu"]), str(ref_bundles["linear_relu_autotune"])
+    assert main(["diff", a, b, "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    tokens = MarkdownIt("commonmark").enable("table").parse(md)
+    assert any(t.type == "table_open" for t in tokens)
+    inline = " ".join(t.content for t in tokens if t.type == "inline")
+    assert "triton_tem_fused_addmm_relu_t_threshold_backward_0" in inline and "extern_kernels.mm" in inline
+    assert any(t.type == "fence" and t.info == "diff" for t in tokens)
+    assert main(["diff", a, b, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["counts"]["replaced"] == 1
+    [entry] = data["kernels"]
+    assert entry["a_names"] == ["extern_kernels.mm", "triton_poi_fused_addmm_relu_threshold_backward_0"]
+    assert entry["diffs"][0]["label"] == "source" and entry["diffs"][0]["added"] > 50
+
+
+@pytest.mark.parametrize("case", REF_CASES)
+def test_a_capture_compared_with_itself_is_all_same(ref_bundles, case):
+    b = read_bundle(ref_bundles[case])
+    d = diff_bundles(b, read_bundle(ref_bundles[case]))
+    assert [e.status for e in d.entries] == [SAME] * len(b.kernels)
+
+
+def test_two_runs_of_the_same_kernel_compare_equal_despite_temp_paths_and_hashes(ref_bundles, tmp_path):
+    """Another run writes other temp folders and cache hashes into sources and stages: still 'same'."""
+    copy = tmp_path / "rerun"
+    shutil.copytree(ref_bundles["add_relu"], copy)
+    for path in copy.rglob("*"):
+        if path.is_file() and path.suffix in (".py", ".ttir", ".ttgir", ".llir", ".ptx", ".source"):
+            text = path.read_text()
+            text = text.replace("/tmp/cap/add_relu/", "/tmp/torchinductor_alice/")
+            text = re.sub(r"'backend_hash': '[0-9A-F]+'", "'backend_hash': '" + "AB" * 32 + "'", text)
+            path.write_text(text)
+    d = diff_bundles(read_bundle(ref_bundles["add_relu"]), read_bundle(copy))
+    assert [e.status for e in d.entries] == [SAME]
+
+
+def test_a_changed_kernel_shows_its_stage_diffs(ref_bundles, tmp_path, capsys):
+    copy = tmp_path / "changed"
+    shutil.copytree(ref_bundles["add_relu"], copy)
+    b = read_bundle(copy)
+    k = b.kernels[0]
+    v = next(x for x in k.triton if x.chosen) if any(x.chosen for x in k.triton) else k.triton[0]
+    ptx = copy / v.files["ptx"]
+    old = re.search(r"\.reqntid (\d+)", ptx.read_text())
+    new = f".reqntid {int(old.group(1)) * 2}"  # as if launched with twice the threads
+    ptx.write_text(ptx.read_text().replace(old.group(0), new, 1))
+    d = diff_bundles(read_bundle(ref_bundles["add_relu"]), read_bundle(copy))
+    [e] = d.entries
+    assert e.status == CHANGED
+    assert "ptx: +1 -1 lines" in e.changes[-1] and "source" not in e.changes[-1]
+    assert main(["diff", str(ref_bundles["add_relu"]), str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "(stage diffs summarised; --stages prints them)" in out and f"+{new}" not in out
+    assert main(["diff", str(ref_bundles["add_relu"]), str(copy), "--stages"]) == 0
+    out = capsys.readouterr().out
+    assert f"    -{old.group(0)}" in out and f"    +{new}" in out
+
+
+def test_unrelated_captures_list_added_and_removed_kernels(ref_bundles):
+    d = diff_bundles(read_bundle(ref_bundles["add_relu"]), read_bundle(ref_bundles["softmax"]))
+    assert [e.status for e in d.entries] == [ADDED, REMOVED] or [e.status for e in d.entries] == [REMOVED, ADDED]
+    assert {e.title() for e in d.entries} == {"triton_poi_fused_add_relu_0",
+                                              "triton_per_fused__softmax_exp_prepare_softmax_online_sub_0"}
+
+
+def test_cpu_and_gpu_captures_of_one_function_match_their_kernels(ref_bundles, cpu_add_relu):
+    d = diff_bundles(read_bundle(cpu_add_relu), read_bundle(ref_bundles["add_relu"]))
+    [e] = d.entries
+    assert e.status == CHANGED
+    assert [k.name for k in e.a] == ["cpp_fused_add_relu_0"]
+    assert [k.name for k in e.b] == ["triton_poi_fused_add_relu_0"]
+    assert "kind cpp -> pointwise" in e.changes
+    assert name_stem("cpp_fused_add_relu_0") == name_stem("triton_poi_fused_add_relu_0") == "fused_add_relu"
+
+
+def test_bench_deltas_when_both_captures_were_benchmarked(ref_bundles, tmp_path, capsys):
+    from tests.test_report import _with_probe_bench
+
+    a = _with_probe_bench(ref_bundles["linear_relu"], tmp_path / "a", "linear_relu")
+    b = _with_probe_bench(ref_bundles["add_relu"], tmp_path / "b", "add_relu")
+    d = diff_bundles(read_bundle(a), read_bundle(b))
+    assert any(e.time_a_ms is not None for e in d.entries) and any(e.time_b_ms is not None for e in d.entries)
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "compiled time per call" in out and "eager time per call" in out
+    assert main(["diff", str(a), str(ref_bundles["add_relu"])]) == 0
+    assert "bench results only in A; no time deltas" in capsys.readouterr().out
+
+
+def test_normalise_replaces_paths_and_hashes():
+    text = ('loc("/tmp/torchinductor_bob/ab/cabcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnop.py":12:3) '
+            "'backend_hash': '91D1D1166449D9E2EB66EB9770C9E2C3B0FEB787341F27FEB4D3F0338DA50336' "
+            "JB5PY5U6POIUYB2WPX3PI3U56742U5KLVHERKSDQ7ANDXTNUIDZQ")
+    assert normalise_text(text) == 'loc("<inductor>/<hash>.py":12:3) \'backend_hash\': \'<hash>\' <hash>'
+
+
+def test_diff_errors_are_one_line(ref_bundles, tmp_path):
+    proc = kernelscope_cmd("diff", str(ref_bundles["add_relu"]), str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "no such bundle folder" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_changed_entry_texts_are_cached(ref_bundles):
+    d = diff_bundles(read_bundle(ref_bundles["linear_relu"]), read_bundle(ref_bundles["linear_relu_autotune"]))
+    e = d.of(REPLACED)[0]
+    assert diffs_for(d, e) is diffs_for(d, e)
