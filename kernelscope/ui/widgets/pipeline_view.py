@@ -376,7 +376,8 @@ class PipelineView(Widget, can_focus=False):
                 missing = self.stages and self.stages[i].missing
                 parts.append(f"[dim] {title} [/]" if missing else f" {title} ")
         mode = "  [b]passes[/]" if self.mode == "passes" else ""
-        return f"{self.kernel.name}  " + "›".join(parts) + mode
+        # The kernel name goes last: at 80 columns a long Inductor name must not push the stages off.
+        return "›".join(parts) + mode + f"  [dim]{self.kernel.name}[/]"
 
     def _set_status(self, text: str) -> None:
         self.status_text = text
