@@ -85,6 +85,8 @@ def _bundle_for(args: argparse.Namespace) -> Path:
     path = Path(args.what)
     if (path / "bundle.json").is_file() or path.name == "bundle.json":
         return path if path.is_dir() else path.parent
+    if "::" not in args.what and (args.what.endswith("/") or "/" in args.what) and not path.exists():
+        raise UsageError(f"{path}: no such bundle folder; give a bundle, a sample name or path/to/file.py::function")
     if path.is_dir():
         raise UsageError(f"{path}: not a kernelscope bundle (no bundle.json); give a bundle or a target")
     target = resolve_target(args.what)

@@ -131,7 +131,7 @@ def sweep_lines(rec: dict[str, Any], width: int = 24) -> list[str]:
     out = header_lines(rec)
     out.append(f"Sweep{' (CPU)' if cpu else ''}: {rec.get('scaled')}; {rec.get('compiled_per_size')}")
     rows = rec.get("rows", [])
-    top = max([r.get("speedup") or 0 for r in rows] + [1.0])
+    top = 1.15 * max([r.get("speedup") or 0 for r in rows] + [1.0])  # room to show the 1x mark
     out.append(f"  {'size':>10}{'elements':>12}{'eager':>10}{'compiled':>10}{'speedup':>9}  (bar: speedup, | = 1x)")
     one = int(round(width * 1.0 / top))
     for r in rows:

@@ -1,0 +1,183 @@
+"""The Bench view: the stored bench results of a bundle (or the kernels and transfers computed from
+its graphs when no bench has run), and keys to run one: eager vs compiled, a size sweep, or one
+Triton kernel with a changed config.
+
+A run is a thread worker that spawns the bench child (``kernelscope.bench.runner.Bench``) and only
+posts messages; ``c`` (or leaving the view) cancels it and kills the child. No torch, no triton.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widgets import Input, Static
+
+from kernelscope.bench import tables
+from kernelscope.bench.counts import counts_dict
+from kernelscope.bench.runner import Bench, BenchError, BenchSettings
+from kernelscope.bundle.io import BundleError, read_bundle
+from kernelscope.bundle.model import Bundle
+
+
+class BenchView(Vertical):
+    """Bench results for one bundle; ``r`` runs eager vs compiled, ``w`` sweeps sizes, ``k`` reruns a kernel."""
+
+    DEFAULT_CSS = """
+    BenchView { height: 1fr; }
+    BenchView #bench-status { height: auto; color: $text-muted; padding: 0 1; }
+    BenchView #bench-scroll { height: 1fr; }
+    BenchView #bench-text { padding: 0 1; width: auto; }
+    BenchView #bench-kernel { display: none; }
+    BenchView #bench-kernel.-shown { display: block; }
+    """
+
+    BINDINGS = [
+        Binding("r", "run_bench", "Run bench"),
+        Binding("w", "sweep", "Sweep sizes"),
+        Binding("k", "kernel", "One kernel"),
+        Binding("c", "cancel", "Cancel"),
+    ]
+
+    @dataclass
+    class Progress(Message):
+        text: str
+
+        def can_replace(self, message: Message) -> bool:  # coalesce a burst of progress lines
+            return isinstance(message, BenchView.Progress)
+
+    @dataclass
+    class Finished(Message):
+        status: str  # ok, failed, cancelled, crashed
+        text: str
+
+    def __init__(self, bundle: Bundle, *, settings: BenchSettings | None = None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.bundle = bundle
+        self.settings = settings or BenchSettings()
+        self._bench: Bench | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._idle_status(), id="bench-status", markup=False)
+        yield Input(placeholder="kernel name and changes, e.g. triton_poi_fused_add_relu_0 XBLOCK=512 num_warps=8",
+                    id="bench-kernel")
+        with VerticalScroll(id="bench-scroll"):
+            yield Static(self.results_text(), id="bench-text", markup=False)
+
+    # ---------------------------------------------------------------- text
+
+    def results_text(self) -> str:
+        try:
+            counts = counts_dict(self.bundle)
+        except Exception as exc:  # a bundle without graphs still shows its stored results
+            counts = None
+            note = f"(no counts: {exc.__class__.__name__}: {exc})"
+        else:
+            note = ""
+        text = tables.bench_text(self.bundle.extra.get("bench"), counts)
+        return text + (f"\n{note}" if note else "")
+
+    def _idle_status(self) -> str:
+        device = self.bundle.options.get("device") or "cuda"
+        stored = self.bundle.extra.get("bench") or {}
+        when = (stored.get("run") or stored.get("sweep") or {}).get("ran_at")
+        state = f"last run {when}" if when else "not benched yet"
+        return f"{state} · r: eager vs compiled on {device} · w: sweep sizes · k: one kernel changed · c: cancel"
+
+    def _set_status(self, text: str) -> None:
+        self.query_one("#bench-status", Static).update(text)
+
+    # ---------------------------------------------------------------- actions
+
+    @property
+    def running(self) -> bool:
+        return self._bench is not None
+
+    def action_run_bench(self) -> None:
+        self._start(BenchSettings(**{**self.settings.__dict__, "sweep": False, "kernel": None}))
+
+    def action_sweep(self) -> None:
+        self._start(BenchSettings(**{**self.settings.__dict__, "sweep": True, "kernel": None}))
+
+    def action_kernel(self) -> None:
+        box = self.query_one("#bench-kernel", Input)
+        if not box.value:
+            first = next((k.name for k in self.bundle.kernels if k.lang == "triton"), "")
+            box.value = f"{first} XBLOCK=" if first else ""
+        box.add_class("-shown")
+        box.focus()
+
+    @on(Input.Submitted, "#bench-kernel")
+    def _kernel_submitted(self, event: Input.Submitted) -> None:
+        parts = event.value.split()
+        event.input.remove_class("-shown")
+        if not parts:
+            return
+        changes: dict[str, int] = {}
+        for part in parts[1:]:
+            key, _, value = part.partition("=")
+            if not value.isdigit():
+                self._set_status(f"{part!r}: write KEY=INTEGER, e.g. XBLOCK=512 or num_warps=8")
+                return
+            changes[key] = int(value)
+        self._start(BenchSettings(**{**self.settings.__dict__, "sweep": False, "kernel": parts[0],
+                                     "changes": changes}))
+
+    def action_cancel(self) -> None:
+        if self._bench is not None:
+            self._bench.cancel()
+            self._set_status("cancelling …")
+
+    def on_unmount(self) -> None:
+        if self._bench is not None:
+            self._bench.cancel()
+
+    def _start(self, settings: BenchSettings) -> None:
+        if self.running:
+            self._set_status("a bench is already running · c: cancel")
+            return
+        if not self.bundle.root:
+            self._set_status("this capture is not saved in a folder; nothing to bench")
+            return
+        self._bench = Bench(self.bundle.root, settings, on_event=self._on_event)
+        what = "sweep" if settings.sweep else (f"kernel {settings.kernel}" if settings.kernel else "eager vs compiled")
+        self._set_status(f"bench ({what}) starting: a child process imports torch … · c: cancel")
+        self._run_worker(self._bench)
+
+    def _on_event(self, event: dict) -> None:
+        self.post_message(self.Progress(f"{event.get('phase', '')}: {event.get('message', '')} · c: cancel"))
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="bench")
+    def _run_worker(self, bench: Bench) -> None:
+        try:
+            result = bench.run()
+        except (BenchError, BundleError) as exc:
+            self.post_message(self.Finished("failed", str(exc)))
+            return
+        except Exception as exc:
+            self.post_message(self.Finished("crashed", f"{exc.__class__.__name__}: {exc}"))
+            return
+        self.post_message(self.Finished(result.status, result.message or f"done in {result.seconds:.1f} s"))
+
+    @on(Progress)
+    def _progress(self, message: Progress) -> None:
+        if self.running:
+            self._set_status(message.text)
+
+    @on(Finished)
+    def _finished(self, message: Finished) -> None:
+        self._bench = None
+        if message.status == "ok":
+            try:
+                self.bundle = read_bundle(self.bundle.root)
+            except BundleError as exc:
+                self._set_status(str(exc))
+                return
+            self.query_one("#bench-text", Static).update(self.results_text())
+            self._set_status(f"bench {message.text} · " + self._idle_status())
+        else:
+            self._set_status(f"bench {message.status}: {message.text}")
