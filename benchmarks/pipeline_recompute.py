@@ -63,16 +63,26 @@ def ours(folder: Path, name: str, arch: int, work: Path) -> float:
 
 
 def triton_own(folder: Path, name: str, arch: int, work: Path) -> float:
-    env = dict(os.environ, MLIR_ENABLE_DUMP="1", LLVM_IR_ENABLE_DUMP="1", TRITON_ALWAYS_COMPILE="1",
-               TRITON_CACHE_DIR=str(work / "cache"), MLIR_DUMP_PATH=str(work / "mlir.txt"),
-               TRITON_DEFAULT_FP_FUSION="1")
+    env = dict(
+        os.environ,
+        MLIR_ENABLE_DUMP="1",
+        LLVM_IR_ENABLE_DUMP="1",
+        TRITON_ALWAYS_COMPILE="1",
+        TRITON_CACHE_DIR=str(work / "cache"),
+        MLIR_DUMP_PATH=str(work / "mlir.txt"),
+        TRITON_DEFAULT_FP_FUSION="1",
+    )
     # The reference TTIR is triton 3.6's; give this triton the same upgraded text ours parses.
     ttir = work / f"{name}.ttir"
     ttir.write_text(upgrade_ir((folder / f"{name}.ttir").read_text()))
     start = time.perf_counter()
     with open(work / "stderr.txt", "w") as err:
-        subprocess.run([sys.executable, "-c", TRITON_COMPILE, str(ttir),
-                        str(folder / f"{name}.json"), str(arch)], env=env, stderr=err, check=True)
+        subprocess.run(
+            [sys.executable, "-c", TRITON_COMPILE, str(ttir), str(folder / f"{name}.json"), str(arch)],
+            env=env,
+            stderr=err,
+            check=True,
+        )
     return time.perf_counter() - start
 
 
@@ -84,8 +94,10 @@ def main() -> int:
     if not REFERENCE.is_dir():
         print(f"reference artifacts not found at {REFERENCE}")
         return 1
-    print(f"{'kernel':<18} {'ours min':>9} {'triton min':>11} {'ratio':>6} {'ours med':>9} {'triton med':>11}"
-          f"   ({args.runs} runs, sm_{args.arch})")
+    print(
+        f"{'kernel':<18} {'ours min':>9} {'triton min':>11} {'ratio':>6} {'ours med':>9} {'triton med':>11}"
+        f"   ({args.runs} runs, sm_{args.arch})"
+    )
     worst = 0.0
     for label, (case, name) in CASES.items():
         folder = sorted(p.parent for p in (REFERENCE / case / "triton").glob(f"*/{name}.ttir"))[0]
@@ -98,8 +110,10 @@ def main() -> int:
                 b.append(triton_own(folder, name, args.arch, Path(tmp) / "t"))
         ratio = min(a) / min(b)
         worst = max(worst, ratio)
-        print(f"{label:<18} {min(a):9.2f} {min(b):11.2f} {ratio:6.2f} {statistics.median(a):9.2f}"
-              f" {statistics.median(b):11.2f}")
+        print(
+            f"{label:<18} {min(a):9.2f} {min(b):11.2f} {ratio:6.2f} {statistics.median(a):9.2f}"
+            f" {statistics.median(b):11.2f}"
+        )
     print(f"worst ratio {worst:.2f} (target <= 1.5)")
     return 0
 

@@ -21,7 +21,7 @@ def test_mlir_op_line():
     assert (Name.Attribute, "#blocked") in toks
     assert (Number, "1024") in toks
     # the location is dimmed as a comment, all of it
-    loc = toks[toks.index((Comment.Special, "loc(")):]
+    loc = toks[toks.index((Comment.Special, "loc(")) :]
     assert all(t in Comment for t, _ in loc)
 
 

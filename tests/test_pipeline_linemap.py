@@ -87,17 +87,19 @@ def test_kernel_file_is_guessed_when_not_given(stages):
 
 
 def test_mlir_fused_named_and_nested_aliases():
-    text = "\n".join([
-        '#loc = loc("/k.py":18:0)',
-        '#loc1 = loc("/k.py":30:4)',
-        '#loc2 = loc("/helpers.py":7:1)',
-        '#loc3 = loc("x"(#loc1))',
-        '#loc4 = loc(callsite(#loc2 at #loc3))',
-        "  %0 = arith.addf %a, %b : f32 loc(#loc4)",
-        '  %1 = arith.mulf %a, %b : f32 loc(fused<"w">[#loc1, "/k.py":31:2])',
-        '  %2 = arith.subf %a, %b : f32 loc("/k.py":32:2 to 32:9)',
-        "  %3 = arith.divf %a, %b : f32 loc(unknown)",
-    ])
+    text = "\n".join(
+        [
+            '#loc = loc("/k.py":18:0)',
+            '#loc1 = loc("/k.py":30:4)',
+            '#loc2 = loc("/helpers.py":7:1)',
+            '#loc3 = loc("x"(#loc1))',
+            "#loc4 = loc(callsite(#loc2 at #loc3))",
+            "  %0 = arith.addf %a, %b : f32 loc(#loc4)",
+            '  %1 = arith.mulf %a, %b : f32 loc(fused<"w">[#loc1, "/k.py":31:2])',
+            '  %2 = arith.subf %a, %b : f32 loc("/k.py":32:2 to 32:9)',
+            "  %3 = arith.divf %a, %b : f32 loc(unknown)",
+        ]
+    )
     frames = mlir_frames(text)
     assert frames[6] == {("/helpers.py", 7), ("/k.py", 30)}
     assert frames[7] == {("/k.py", 30), ("/k.py", 31)}

@@ -93,16 +93,27 @@ def test_select_log_matches_the_variants_num_warps(ref_logs, ref_bundles):
 
 
 def test_triton_39_headers_and_internal_dumps_parse():
-    text = "\n".join([
-        "// -----// IR Dump Before InlinerPass: inline{default-pipeline=canonicalize max-iterations=4 }"
-        " ('builtin.module' operation) //----- //",
-        "module {", "  tt.func @k() {", "    tt.return", "  }", "}",
-        "// -----// IR Dump Before CanonicalizerPass: canonicalize{max-iterations=10 region-simplify=normal}"
-        " ('tt.func' operation: @k) //----- //",
-        "module {", "  tt.func @k() {", "    %c = arith.constant 1 : i32", "    tt.return", "  }", "}",
-        "// -----// SoftwarePipeliner internal IR Dump After: LowerLoops",
-        "garbage that is not the module",
-    ])
+    text = "\n".join(
+        [
+            "// -----// IR Dump Before InlinerPass: inline{default-pipeline=canonicalize max-iterations=4 }"
+            " ('builtin.module' operation) //----- //",
+            "module {",
+            "  tt.func @k() {",
+            "    tt.return",
+            "  }",
+            "}",
+            "// -----// IR Dump Before CanonicalizerPass: canonicalize{max-iterations=10 region-simplify=normal}"
+            " ('tt.func' operation: @k) //----- //",
+            "module {",
+            "  tt.func @k() {",
+            "    %c = arith.constant 1 : i32",
+            "    tt.return",
+            "  }",
+            "}",
+            "// -----// SoftwarePipeliner internal IR Dump After: LowerLoops",
+            "garbage that is not the module",
+        ]
+    )
     (log,) = parse_mlir_dump(text)
     assert [(p.name, p.arg, p.scope) for p in log.passes] == [
         ("InlinerPass", "inline", "builtin.module"),

@@ -31,8 +31,14 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def live_add_relu(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu") / "add_relu"
-    proc = subprocess.run([sys.executable, "-m", "kernelscope", "capture", "add_relu", "-o", str(out), "-q"],
-                          capture_output=True, text=True, timeout=600, cwd=str(REPO), env=dict(os.environ))
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "capture", "add_relu", "-o", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=str(REPO),
+        env=dict(os.environ),
+    )
     assert proc.returncode == 0, proc.stderr
     bundle = read_bundle(out)
     kernel = next(k for k in bundle.kernels if k.lang == "triton" and "add" in k.name)
