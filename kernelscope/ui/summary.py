@@ -86,7 +86,6 @@ def info_text(b: Bundle, kernel: Kernel | None) -> str:
     out.append(f"target      {t.get('spec', '?')}")
     if t.get("inputs"):
         out.append(f"inputs      {', '.join(t['inputs'])}")
-    out.append(f"bundle      {b.root}")
     out.append(f"status      {b.status}" + (f": {b.error}" if b.error else ""))
     if b.options:
         out.append("options     " + ", ".join(f"{k}={v}" for k, v in b.options.items()))
@@ -114,4 +113,5 @@ def info_text(b: Bundle, kernel: Kernel | None) -> str:
     if b.notes:
         out.append("")
         out += [f"note: {n}" for n in b.notes]
+    out += ["", f"bundle      {b.root}"]
     return "\n".join(out) + "\n"

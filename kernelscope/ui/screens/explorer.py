@@ -432,6 +432,7 @@ class ExplorerScreen(Screen):
             options.append(Option(f"↻ recompile {r.compile_id}  {where}  {r.reason}", id=f"recompile:{i}"))
         if options:
             breaks.add_options(options)
+            breaks.highlighted = 0
         else:
             breaks.add_option(Option("✓ no graph breaks and no recompiles: Dynamo captured it whole",
                                      disabled=True))

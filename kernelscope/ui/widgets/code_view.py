@@ -108,6 +108,7 @@ class CodeView(ScrollView, can_focus=True):
         self.follow_hint = follow_hint
         self._strips: LRUCache[tuple, Strip] = LRUCache(2048)
         self._gutter_width = 0
+        self._pending_center = False
 
     # -- content ---------------------------------------------------------------------------------
     def set_document(self, doc: TextDoc, *, labels: Callable[[int], str] | None = None, cursor: int = 0,
@@ -149,6 +150,9 @@ class CodeView(ScrollView, can_focus=True):
         if self.placeholder:
             self.doc = TextDoc(self._wrap(self.placeholder))
             self._relayout()
+        elif self._pending_center and self.scrollable_content_region.height:
+            self._pending_center = False
+            self.move_cursor(self.cursor, center=True)
 
     @property
     def is_placeholder(self) -> bool:
@@ -185,9 +189,9 @@ class CodeView(ScrollView, can_focus=True):
         if not n:
             return
         if not self.scrollable_content_region.height:
-            # Not laid out yet: scrolling now would clamp to 0, so place the cursor after the layout.
+            # Not laid out (or hidden): scrolling now would clamp to 0; on_resize scrolls there later.
             self.cursor = max(0, min(index, n - 1))
-            self.call_after_refresh(self.move_cursor, self.cursor, center=center)
+            self._pending_center = True
             return
         self.cursor = max(0, min(index, n - 1))
         height = max(1, self.scrollable_content_region.height or self.size.height or 1)
@@ -199,8 +203,7 @@ class CodeView(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
         elif self.cursor >= top + height:
             self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
-        self._strips.clear()
-        self.refresh()
+        self.refresh()  # strips are cached per (line, is-cursor), so only two lines re-render
 
     def action_cursor(self, delta: int) -> None:
         self.move_cursor(self.cursor + delta)
