@@ -57,7 +57,8 @@ def test_one_line_errors(add_relu, ref_bundles):
     extern = next(k for k in mm_bundle.kernels if k.lang != "triton")
     with pytest.raises(BundleError) as info:
         render_artifact(mm_bundle, extern, "sass")
-    assert "only for Triton kernels" in str(info.value) and "\n" not in str(info.value)
+    message = str(info.value)
+    assert "is not a Triton kernel (extern); it has no Triton artifacts" in message and "\n" not in message
 
 
 def test_artifact_names():

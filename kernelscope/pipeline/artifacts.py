@@ -44,7 +44,7 @@ def render_artifact(bundle: Bundle, kernel: Kernel, artifact: str, arch: str | N
     if artifact not in ARTIFACTS:
         raise BundleError(f"unknown artifact {artifact!r}; choose one of: {', '.join(ARTIFACTS)}")
     if kernel.lang != "triton":
-        raise BundleError(f"{kernel.name} is a {kernel.lang} kernel; Triton artifacts exist only for Triton kernels")
+        raise BundleError(f"{kernel.name} is not a Triton kernel ({kernel.lang}); it has no Triton artifacts")
     try:
         return _render(bundle, kernel, artifact, arch)
     except (PipelineError, ToolError, KeyError, ValueError, OSError) as exc:

@@ -153,7 +153,7 @@ def compile_ir(
 def kernel_ir_input(bundle: Bundle, kernel: Kernel, variant: TritonVariant | None) -> tuple[Path, str]:
     """The MLIR to start from: the initial module (``.source``) if captured, else the TTIR."""
     if kernel.lang != "triton":
-        raise PipelineError(f"{kernel.name} is a {kernel.lang} kernel; only Triton kernels have a Triton pipeline")
+        raise PipelineError(f"{kernel.name} is not a Triton kernel ({kernel.lang}); it has no Triton pipeline")
     if variant is None:
         raise PipelineError(f"{kernel.name}: Triton's cache files were not captured, nothing to recompile")
     files = variant_files(bundle, variant)

@@ -181,7 +181,7 @@ def load_stages(
 ) -> list[StageText]:
     """Every stage of a Triton kernel of a bundle, in display order, with placeholders where missing."""
     if kernel.lang != "triton":
-        reason = f"{kernel.name} is a {kernel.lang} kernel, not Triton"
+        reason = f"{kernel.name} is not a Triton kernel ({kernel.lang})"
         return [_placeholder(s.name, reason) for s in STAGES]
     chosen = pick_variant(kernel, variant)
     files = variant_files(bundle, chosen)
