@@ -179,3 +179,15 @@ def test_report_refuses_a_folder_as_output(ref_bundles, tmp_path, capsys):
                           "no_sources": False})()
     with pytest.raises(BundleError, match="is a folder"):
         cli.run(args)
+
+
+def test_report_and_diff_import_neither_torch_nor_textual():
+    import subprocess
+    import sys
+
+    code = ("import sys, kernelscope.report.cli, kernelscope.report.diff_cli, kernelscope.report.open_cli, "
+            "kernelscope.report.html, kernelscope.report.diff_render\n"
+            "bad = [m for m in ('torch', 'triton', 'textual') if m in sys.modules]\n"
+            "assert not bad, bad")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

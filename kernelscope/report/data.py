@@ -4,10 +4,12 @@ and HTML formats render, so the three always say the same thing."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from kernelscope.bundle.model import TRITON_STAGES, Bundle, Kernel
 from kernelscope.report.bench import BenchFacts, read_bench
+from kernelscope.show import fmt_bytes
 
 REPORT_VERSION = 1
 
@@ -164,3 +166,38 @@ def fmt_ms(ms: float | None) -> str:
     if ms is None:
         return ""
     return f"{ms * 1000:.1f} us" if ms < 1 else f"{ms:.3f} ms"
+
+
+def summary_facts(data: dict[str, Any], code: Callable[[Any], str], text: Callable[[Any], str],
+                  link: Callable[[str, str], str] = lambda label, _: label) -> list[tuple[str, str]]:
+    """(label, value) lines of a report's head, in one markup: ``code`` and ``text`` escape for it,
+    ``link(label, section)`` links to a section (Markdown leaves it plain)."""
+    t, s = data["target"], data["summary"]
+    facts: list[tuple[str, str]] = []
+    if t["function"]:
+        facts.append(("Target", code(t["function"]) + (f" at {code(t['where'])}" if t["where"] else "")
+                      + (f", inputs {', '.join(code(i) for i in t['inputs'])}" if t["inputs"] else "")))
+    elif t["spec"]:
+        facts.append(("Target", code(t["spec"])))
+        functions: list[str] = []
+        for g in data["graphs"]:
+            where_text = code(g["function"]) + (f" at {code(g['where'])}" if g["where"] else "")
+            if g["function"] and where_text not in functions:
+                functions.append(where_text)
+        if functions:
+            facts.append(("Compiled functions", ", ".join(functions)))
+    if options_text(data["options"]):
+        facts.append(("Options", code(options_text(data["options"]))))
+    if environment_text(data["environment"]):
+        facts.append(("Environment", text(environment_text(data["environment"]))))
+    kinds = ", ".join(f"{n} {text(kind)}" for kind, n in s["kinds"].items())
+    graphs = link(f"{s['graphs']} graph(s)", "graphs")
+    kernels = link(f"{s['kernels']} kernel(s)", "kernels")
+    moved = (f"; moves {fmt_bytes(s['bytes_read'])} read, {fmt_bytes(s['bytes_written'])} written"
+             if s["bytes_read"] is not None else "")
+    facts.append(("Compiled", f"{graphs}, {kernels}" + (f" ({kinds})" if kinds else "")
+                  + f", {s['launches']} launch(es) per call{moved}"))
+    breaks = link(str(s["graph_breaks"]), "graph-breaks") if s["graph_breaks"] else "0"
+    recompiles = link(f"recompiles: {s['recompiles']}", "recompiles") if s["recompiles"] else ""
+    facts.append(("Graph breaks", breaks + (f", {recompiles}" if recompiles else "")))
+    return facts

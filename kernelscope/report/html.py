@@ -8,7 +8,7 @@ from typing import Any
 
 from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import Bundle
-from kernelscope.report.data import environment_text, fmt_ms, options_text
+from kernelscope.report.data import fmt_ms, summary_facts
 from kernelscope.report.markdown import bench_rows
 from kernelscope.show import fmt_bytes
 
@@ -55,7 +55,7 @@ def _highlight(text: str, path: str) -> str:
 
 def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: bool = True) -> str:
     """The HTML page of a report. With ``bundle`` (and ``sources``), kernel sources are embedded."""
-    t, s = data["target"], data["summary"]
+    t = data["target"]
     title = f"kernelscope: {t['spec'] or '?'}"
     sections = [("summary", "Summary"), ("kernels", "Kernels"), ("graphs", "Graphs")]
     if data["bench"]:
@@ -74,25 +74,11 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         out.append(f"<p class=\"failed\"><strong>Capture failed:</strong> {escape(data['error'])}</p>")
 
     out.append("<h2 id=\"summary\">Summary</h2><ul>")
-    if t["function"]:
-        out.append(f"<li><strong>Target:</strong> {_c(t['function'])}" + (f" at {_c(t['where'])}" if t["where"] else "")
-                   + (f", inputs {', '.join(_c(i) for i in t['inputs'])}" if t["inputs"] else "") + "</li>")
-    elif t["spec"]:
-        out.append(f"<li><strong>Target:</strong> {_c(t['spec'])}</li>")
-    if options_text(data["options"]):
-        out.append(f"<li><strong>Options:</strong> {_c(options_text(data['options']))}</li>")
-    if environment_text(data["environment"]):
-        out.append(f"<li><strong>Environment:</strong> {escape(environment_text(data['environment']))}</li>")
-    kinds = ", ".join(f"{n} {escape(kind)}" for kind, n in s["kinds"].items())
-    moved = (f"; moves {fmt_bytes(s['bytes_read'])} read, {fmt_bytes(s['bytes_written'])} written"
-             if s["bytes_read"] is not None else "")
-    out.append(f"<li><strong>Compiled:</strong> <a href=\"#graphs\">{s['graphs']} graph(s)</a>, "
-               f"<a href=\"#kernels\">{s['kernels']} kernel(s)</a>{f' ({kinds})' if kinds else ''}, "
-               f"{s['launches']} launch(es) per call{moved}</li>")
-    breaks = (f"<a href=\"#graph-breaks\">{s['graph_breaks']}</a>" if s["graph_breaks"] else "0")
-    out.append(f"<li><strong>Graph breaks:</strong> {breaks}"
-               + (f", <a href=\"#recompiles\">recompiles: {s['recompiles']}</a>" if s["recompiles"] else "")
-               + "</li></ul>")
+    def link(label: str, section: str) -> str:
+        return f"<a href=\"#{section}\">{label}</a>"
+
+    out += [f"<li><strong>{label}:</strong> {value}</li>" for label, value in summary_facts(data, _c, escape, link)]
+    out.append("</ul>")
 
     bench = data["bench"]
     if bench:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kernelscope.report.data import environment_text, fmt_ms, options_text
+from kernelscope.report.data import fmt_ms, summary_facts
 from kernelscope.show import fmt_bytes
 
 MAX_NODES_IN_CELL = 8
@@ -44,15 +44,6 @@ def _nodes(names: list[str]) -> str:
     return shown + (f" +{more} more" if more > 0 else "")
 
 
-def _functions(data: dict[str, Any]) -> str:
-    seen: list[str] = []
-    for g in data["graphs"]:
-        text = code(g["function"]) + (f" at {code(g['where'])}" if g["where"] else "") if g["function"] else ""
-        if text and text not in seen:
-            seen.append(text)
-    return ", ".join(seen)
-
-
 def bench_rows(bench: dict[str, Any]) -> list[list[str]]:
     e, c = bench["eager"], bench["compiled"]
     rows = []
@@ -70,31 +61,12 @@ def bench_rows(bench: dict[str, Any]) -> list[list[str]]:
 
 def render_markdown(data: dict[str, Any]) -> str:
     """The Markdown text of a report (``data`` from report_data)."""
-    t, s = data["target"], data["summary"]
+    t = data["target"]
     out: list[str] = [f"## kernelscope: {code(t['spec'] or '?')}", ""]
     if data["status"] != "ok":
         out += [f"> **Capture failed:** {cell(data['error'])}", ""]
-    facts = []
-    if t["function"]:
-        facts.append(f"- **Target:** {code(t['function'])}" + (f" at {code(t['where'])}" if t["where"] else "")
-                     + (f", inputs {', '.join(code(i) for i in t['inputs'])}" if t["inputs"] else ""))
-    elif t["spec"]:
-        facts.append(f"- **Target:** {code(t['spec'])}")
-    functions = _functions(data)
-    if functions and not t["function"]:
-        facts.append(f"- **Compiled functions:** {functions}")
-    if options_text(data["options"]):
-        facts.append(f"- **Options:** {code(options_text(data['options']))}")
-    if environment_text(data["environment"]):
-        facts.append(f"- **Environment:** {cell(environment_text(data['environment']))}")
-    kinds = ", ".join(f"{n} {kind}" for kind, n in s["kinds"].items())
-    facts.append(f"- **Compiled:** {s['graphs']} graph(s), {s['kernels']} kernel(s)"
-                 + (f" ({kinds})" if kinds else "") + f", {s['launches']} launch(es) per call"
-                 + (f"; moves {fmt_bytes(s['bytes_read'])} read, {fmt_bytes(s['bytes_written'])} written"
-                    if s["bytes_read"] is not None else ""))
-    facts.append(f"- **Graph breaks:** {s['graph_breaks']}" + (f", **recompiles:** {s['recompiles']}"
-                                                               if s["recompiles"] else ""))
-    out += facts + [""]
+    out += [f"- **{label}:** {value}" for label, value in summary_facts(data, code, cell)]
+    out.append("")
 
     bench = data["bench"]
     if bench:
