@@ -1,0 +1,47 @@
+"""Snapshot tests (pytest-textual-snapshot): the main screens at 80x24 and 160x48.
+
+Update after an intended change with ``pytest tests/test_ui_snapshots.py --snapshot-update``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelscope.ui.app import make_app
+
+SMALL = (80, 24)
+LARGE = (160, 48)
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))  # no "recent captures" in the gallery
+    monkeypatch.delenv("KERNELSCOPE_THEME", raising=False)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_gallery(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
+def test_explorer_training_step(snap_compare, ref_bundles, size):
+    # The gelu kernel of the forward graph: its FX nodes, user line and launch are marked.
+    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), terminal_size=size, press=["down"])
+
+
+def test_explorer_fx_tab_80x24(snap_compare, ref_bundles):
+    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), terminal_size=SMALL, press=["down", "3"])
+
+
+def test_explorer_graph_break_160x48(snap_compare, ref_bundles):
+    assert snap_compare(make_app(str(ref_bundles["with_break"])), terminal_size=LARGE, press=["6", "enter"])
+
+
+def test_explorer_presentation_light_160x48(snap_compare, ref_bundles):
+    app = make_app(str(ref_bundles["softmax"]), presentation=True, theme="textual-light")
+    assert snap_compare(app, terminal_size=LARGE, press=["4"])
+
+
+def test_capture_error_80x24(snap_compare):
+    assert snap_compare(make_app("no_such_sample"), terminal_size=SMALL, press=["_"])
