@@ -19,7 +19,9 @@ def write_bundle_from_work(work: Path, staging: Path, bundle: Bundle, *, user_fi
     raw.stderr_text = stderr.read_text(encoding="utf-8", errors="replace") if stderr.is_file() else ""
     for path in (work / "inductor").rglob("*.best_config"):
         try:
-            raw.best_configs.append(json.loads(path.read_text(encoding="utf-8")))
+            best = json.loads(path.read_text(encoding="utf-8"))
+            best["_dir"] = path.parent.name  # Inductor keeps it beside the kernel file it tunes
+            raw.best_configs.append(best)
         except (OSError, ValueError):
             continue
     return finish_bundle(work, staging, bundle, raw, user_file)

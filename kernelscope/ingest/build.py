@@ -289,6 +289,9 @@ def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
         same = exact
     variants = []
     chosen_hashes = {b.get("triton_cache_hash") for b in best if b.get("triton_cache_hash")}
+    # Without a cache hash, the tuned config beside this kernel's file tells by its warps and stages.
+    kdir = k.kernel_path.rsplit("/", 2)[-2] if k.kernel_path.count("/") >= 2 else None
+    beside = [b for b in best if kdir and b.get("_dir") == kdir and not b.get("triton_cache_hash")]
     for e in same:
         v = TritonVariant(cache_key=e.key, metadata=e.metadata)
         for stage, path in e.files.items():
@@ -297,7 +300,10 @@ def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, dest)
             v.files[stage] = rel
-        if e.metadata.get("hash") in chosen_hashes:
+        if e.key in chosen_hashes or e.metadata.get("hash") in chosen_hashes:  # Inductor saves the cache key
+            v.chosen = True
+        elif any(b.get("num_warps") == e.metadata.get("num_warps") and b.get("num_stages") ==
+                 e.metadata.get("num_stages") for b in beside):
             v.chosen = True
         variants.append(v)
     if len(variants) == 1:

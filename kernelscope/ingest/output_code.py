@@ -322,6 +322,8 @@ def _visit_statement(stmt: ast.stmt, code: OutputCode, lines: list[str]) -> None
         if isinstance(value, ast.Name) and value.id in buffers:  # buf1 = buf0; del buf0  # reuse
             buffers[target] = buffers[value.id]
             return
+        if isinstance(value, ast.Subscript):  # buf4 = buf3[0]: one output of a multi-output extern op
+            return
         if isinstance(value, ast.Call):
             func = _dotted(value.func)
             if func.startswith("empty_strided") and len(value.args) >= 3:
@@ -389,8 +391,9 @@ def _launch_buffers(launch: Launch, code: OutputCode) -> list[BufferUse]:
             if desc[0] == "buf" and desc[1] in code.buffers:
                 uses.append(_use(desc[1], "read", desc[2], code))
         for name in launch.out:
-            if name in code.buffers:
-                uses.append(_use(name, "write", None, code))
+            # An extern op that returns its result (no out=) writes a buffer the code never sized.
+            uses.append(_use(name, "write", None, code) if name in code.buffers else
+                        BufferUse(name=name, role="write", bytes=None))
         return uses
     kdef = code.defs[launch.name]
     pointer_args = [(n, t) for n, t in kdef.signature if t.startswith("*") or t.endswith("*")]
