@@ -6,19 +6,9 @@ import asyncio
 import subprocess
 import sys
 
-from textual.app import App, ComposeResult
 from textual.widgets import DataTable, Static, Tabs
 
-from kernelscope.ui.widgets.diff_view import DiffView
-
-
-class DiffApp(App):
-    def __init__(self, a, b):
-        super().__init__()
-        self.a, self.b = a, b
-
-    def compose(self) -> ComposeResult:
-        yield DiffView(self.a, self.b)
+from kernelscope.ui.widgets.diff_view import DiffApp, DiffView
 
 
 async def _settled(app, pilot):

@@ -17,13 +17,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stages", action="store_true",
                    help="print the unified diffs of Triton stages (TTIR, TTGIR, LLIR, PTX) too, not just counts")
     p.add_argument("--changed", action="store_true", help="leave kernels that did not change out")
+    p.add_argument("--ui", action="store_true", help="explore the comparison in the terminal UI (DiffView)")
 
 
 def run(args: argparse.Namespace) -> int:
     from kernelscope.report.diff import SAME, diff_bundles
     from kernelscope.report.diff_render import diff_data, render_markdown, render_text
 
-    d = diff_bundles(read_bundle(args.a), read_bundle(args.b))
+    a, b = read_bundle(args.a), read_bundle(args.b)
+    if args.ui:
+        from kernelscope.ui.widgets.diff_view import DiffApp
+
+        DiffApp(a, b).run()
+        return 0
+    d = diff_bundles(a, b)
     if args.changed:
         d.entries = [e for e in d.entries if e.status != SAME]
     if args.format == "json":

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Static, Tab, Tabs
+from textual.widgets import DataTable, Footer, Header, Static, Tab, Tabs
 
 from kernelscope.bundle.io import read_bundle
 from kernelscope.bundle.model import Bundle
@@ -34,6 +34,12 @@ from kernelscope.ui.widgets.code_view import CodeView
 
 STATUS_MARK = {"replaced": "≈ replaced", "changed": "~ changed", "added": "+ added", "removed": "- removed",
                "same": "= same"}
+
+
+def _short(spec: str) -> str:
+    """A target as it fits a line: a sample name as is, a path by its last two parts."""
+    parts = [p for p in spec.replace("\\", "/").split("/") if p]
+    return "/".join(parts[-2:]) if len(parts) > 2 else spec
 
 
 def _diff_lexer():
@@ -109,7 +115,7 @@ class DiffView(Vertical):
         ka, kb = len(d.a.kernels), len(d.b.kernels)
         la, lb = (sum(k.launches for k in x.kernels) for x in (d.a, d.b))
         self.query_one("#diff-summary", Static).update(
-            f"A {d.a.target.get('spec', '?')}  vs  B {d.b.target.get('spec', '?')}\n"
+            f"A {_short(d.a.target.get('spec', '?'))}  vs  B {_short(d.b.target.get('spec', '?'))}\n"
             f"kernels {ka} -> {kb}, launches per call {la} -> {lb}, graph breaks {len(d.a.graph_breaks)} -> "
             f"{len(d.b.graph_breaks)}:  " + ", ".join(f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]))
         self._fill_table()
@@ -187,3 +193,19 @@ class DiffView(Vertical):
     @property
     def shown_text(self) -> str:
         return self.query_one("#diff-text", CodeView).text
+
+
+class DiffApp(App):
+    """A window around one DiffView: ``kernelscope diff A B --ui`` (and pilot tests)."""
+
+    TITLE = "kernelscope diff"
+    BINDINGS = [Binding("q", "quit", "Quit")]
+
+    def __init__(self, bundle_a: Bundle | str, bundle_b: Bundle | str) -> None:
+        super().__init__()
+        self.bundle_a, self.bundle_b = bundle_a, bundle_b
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield DiffView(self.bundle_a, self.bundle_b)
+        yield Footer()
