@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+
 class BundleError(Exception):
     """A bundle that cannot be read, written or looked into; the message is one line for the user."""
 
