@@ -33,7 +33,8 @@ def _triton_facts(k: Kernel) -> dict[str, Any] | None:
     if k.lang != "triton":
         return None
     chosen = next((v for v in k.triton if v.chosen), k.triton[0] if len(k.triton) == 1 else None)
-    stages = sorted({s for v in k.triton for s in v.files}, key=TRITON_STAGES.index)
+    order = {name: i for i, name in enumerate(TRITON_STAGES)}
+    stages = sorted({s for v in k.triton for s in v.files}, key=lambda s: (order.get(s, len(order)), s))
     facts: dict[str, Any] = {"variants": len(k.triton), "stages": stages}
     if chosen is not None:
         for key in ("num_warps", "num_stages", "shared"):
