@@ -38,7 +38,8 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
     from kernelscope.capture.runner import MODES
 
     p.add_argument("--args", dest="args_spec", metavar="SPEC",
-                   help='input shapes as FX prints them: "f32[4096, 1024], f32[1024]"; add " grad" for requires_grad')
+                   help='input shapes as FX prints them: "f32[4096, 1024], f32[1024]"; add " grad" for requires_grad; '
+                        'separate several calls with ";" to see recompiles')
     p.add_argument("--mode", choices=MODES, default=None, help="torch.compile mode (default: default)")
     dyn = p.add_mutually_exclusive_group()
     dyn.add_argument("--dynamic", dest="dynamic", action="store_true", default=None, help="dynamic=True")
@@ -53,7 +54,7 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
 
 def capture_options_from(args: argparse.Namespace, target) -> tuple:
     from kernelscope.capture.runner import CaptureOptions
-    from kernelscope.target import parse_args_spec
+    from kernelscope.target import parse_calls
 
     defaults = dict(target.sample_options)
     opts = CaptureOptions(
@@ -67,7 +68,7 @@ def capture_options_from(args: argparse.Namespace, target) -> tuple:
     )
     if opts.timeout is not None and opts.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
-    specs = parse_args_spec(args.args_spec) if args.args_spec is not None else None
+    specs = parse_calls(args.args_spec)[0] if args.args_spec is not None else None
     if specs is None and not target.has_inputs_factory:
         raise UsageError(f"{target.spec}: no inputs; pass --args \"f32[1024], ...\" or define "
                          f"{target.name}_inputs(device) next to it")

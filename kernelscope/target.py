@@ -137,6 +137,15 @@ def parse_args_spec(text: str) -> list[TensorSpec | ScalarSpec]:
     return specs
 
 
+def parse_calls(text: str) -> list[list[TensorSpec | ScalarSpec]]:
+    """Several calls, separated by ';': "f32[8]; f32[16]" calls the compiled function twice, so
+    recompiles (a new shape, a new dtype) show up in the capture with their guard failures."""
+    calls = [part for part in text.split(";")]
+    if len(calls) > 1 and any(not c.strip() for c in calls):
+        raise TargetError("--args has an empty call between ';'; write \"f32[8]; f32[16]\"")
+    return [parse_args_spec(c) for c in calls]
+
+
 def samples_dir() -> Path:
     env = os.environ.get("KERNELSCOPE_SAMPLES")
     if env:

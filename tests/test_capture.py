@@ -189,3 +189,16 @@ def test_capture_api_streams_progress_events(tmp_path):
     assert phases[0] == "start" and phases[-1] == "done"
     assert any(e["phase"] == "compile" and e.get("kernels") == 1 for e in events)
     assert r.bundle.target["inputs"] == ["f32[64]", "f32[64]"] and time.time() - t0 < 300
+
+
+def test_several_calls_show_the_recompile_and_its_guard(tmp_path):
+    out = tmp_path / "rc"
+    proc = kernelscope_cmd("capture", "add_relu", "-o", str(out), "--device", "cpu", "-q",
+                           "--args", "f32[8], f32[8]; f32[16], f32[16]")
+    assert proc.returncode == 0, proc.stderr
+    b = read_bundle(out)
+    assert len(b.graphs) == 2 and b.target["calls"] == [["f32[8]", "f32[8]"], ["f32[16]", "f32[16]"]]
+    (rc,) = b.recompiles
+    assert "size mismatch" in rc.reason and rc.file.endswith("add_relu.py") and rc.line == 6
+    summary = kernelscope_cmd("show", str(out)).stdout
+    assert "recompiles (1):" in summary

@@ -85,3 +85,11 @@ def test_syntax_error_names_the_line(tmp_path):
     bad.write_text("def f(x):\n    return x +\n")
     with pytest.raises(TargetError, match=r"bad.py:2: syntax error"):
         resolve_target(f"{bad}::f")
+
+
+def test_calls_are_separated_by_semicolons():
+    from kernelscope.target import parse_calls
+
+    assert parse_calls("f32[8]; f32[16]") == [[TensorSpec("float32", [8])], [TensorSpec("float32", [16])]]
+    with pytest.raises(TargetError, match="empty call"):
+        parse_calls("f32[8];")

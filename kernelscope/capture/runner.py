@@ -24,7 +24,7 @@ from typing import Any
 from kernelscope.bundle.io import BundleError, commit_staging_dir, make_staging_dir, read_bundle, save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture.collect import write_bundle_from_work
-from kernelscope.target import ScalarSpec, Target, TensorSpec
+from kernelscope.target import ScalarSpec, Target, TensorSpec, parse_calls
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -87,16 +87,18 @@ class Capture:
 
     def _request(self, work: Path, staging: Path, event_fd: int) -> dict[str, Any]:
         opts = self.options
-        args = None
+        calls = None
         if self.args is not None:
-            args = [{"value": a.value} if isinstance(a, ScalarSpec) else
-                    {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in self.args]
+            spec_calls = parse_calls(self.args_text) if ";" in self.args_text else [self.args]
+            calls = [[{"value": a.value} if isinstance(a, ScalarSpec) else
+                      {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in call]
+                     for call in spec_calls]
         return {
             "work": str(work), "staging": str(staging), "event_fd": event_fd, "t_spawn": time.time(),
             "target": {"spec": self.target.spec, "file": self.target.file, "name": self.target.name,
                        "is_class": self.target.is_class, "is_sample": self.target.is_sample,
                        "first_line": self.target.first_line, "last_line": self.target.last_line},
-            "args": args, "args_text": self.args_text, "passes": opts.passes,
+            "calls": calls, "args_text": self.args_text, "passes": opts.passes,
             "options": {"mode": opts.mode, "dynamic": opts.dynamic, "fullgraph": opts.fullgraph,
                         "backward": opts.backward, "device": opts.device},
         }

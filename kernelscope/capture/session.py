@@ -91,27 +91,39 @@ def _user_frame(exc: BaseException, path: str) -> str:
     return f" (at {Path(path).name}:{mine[-1]})" if mine else ""
 
 
+def _make_calls(request: dict, module, device: str) -> list[tuple]:
+    """The argument tuples to call the compiled function with: --args (';' separates calls) or the
+    inputs factory next to the function."""
+    if request.get("calls"):
+        return [_tensors(call, device) for call in request["calls"]]
+    return [_make_inputs(request, module, device)]
+
+
+def _tensors(call: list[dict], device: str) -> tuple:
+    """Random tensors (and plain scalars) for one call, as the --args specs describe them."""
+    values = []
+    for spec in call:
+        if "value" in spec:
+            values.append(spec["value"])
+            continue
+        dtype = _TORCH_DTYPES[spec["dtype"]]
+        shape = spec["shape"]
+        if dtype.is_floating_point:
+            t = torch.randn(shape, device=device, dtype=dtype)
+        elif dtype == torch.bool:
+            t = torch.rand(shape, device=device) > 0.5
+        elif dtype == torch.uint8:
+            t = torch.randint(0, 255, shape, device=device, dtype=dtype)
+        else:
+            t = torch.randint(-100, 100, shape, device=device, dtype=dtype)
+        if spec.get("requires_grad"):
+            t.requires_grad_(True)
+        values.append(t)
+    return tuple(values)
+
+
 def _make_inputs(request: dict, module, device: str) -> tuple:
     target = request["target"]
-    if request.get("args"):
-        values = []
-        for spec in request["args"]:
-            if "value" in spec:
-                values.append(spec["value"])
-                continue
-            dtype = _TORCH_DTYPES[spec["dtype"]]
-            shape = spec["shape"]
-            if dtype.is_floating_point:
-                t = torch.randn(shape, device=device, dtype=dtype)
-            elif dtype == torch.bool:
-                t = torch.rand(shape, device=device) > 0.5
-            else:
-                t = torch.randint(-100, 100, shape, device=device, dtype=dtype) if dtype != torch.uint8 else \
-                    torch.randint(0, 255, shape, device=device, dtype=dtype)
-            if spec.get("requires_grad"):
-                t.requires_grad_(True)
-            values.append(t)
-        return tuple(values)
     factory = getattr(module, f"{target['name']}_inputs", None) or getattr(module, "example_inputs", None)
     if factory is None:
         raise CaptureFailure(
@@ -229,8 +241,11 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
             except TypeError as exc:
                 raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
                                      "modules without arguments: give them defaults") from exc
-        inputs = _make_inputs(request, module, device)
+        calls = _make_calls(request, module, device)
+        inputs = calls[0]
         bundle.target["inputs"] = [_describe(v) for v in inputs]
+        if len(calls) > 1:
+            bundle.target["calls"] = [[_describe(v) for v in call] for call in calls]
         timings["load_target"] = round(time.time() - t, 3)
         events.emit("inputs", "inputs ready: " + ", ".join(bundle.target["inputs"]))
         if options.get("backward") and not any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
@@ -246,7 +261,10 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
         events.emit("compile", f"torch.compile(mode={mode}) first call", graphs=0, kernels=0)
         t = time.time()
         try:
-            out = compiled(*inputs)
+            for i, call in enumerate(calls):
+                if i:
+                    events.emit("compile", f"call {i + 1} of {len(calls)}", graphs=counter.graphs, kernels=counter.kernels)
+                out = compiled(*call)
             if device == "cuda":
                 torch.cuda.synchronize()
         except CaptureFailure:
