@@ -150,3 +150,25 @@ def test_recompute_is_read_back_not_redone(recomputed):
     again = recompute_passes(bundle, kernel, out_dir=out)
     assert [len(log.passes) for log in again] == [len(log.passes) for log in logs]
     assert again[0].store.loaded == 0
+
+
+FIXTURE_PASSES = Path(__file__).resolve().parent / "fixtures" / "gpu" / "add_relu_passes"
+
+
+def test_passes_stored_by_a_gpu_capture_load_lazily():
+    if not (FIXTURE_PASSES / "bundle.json").is_file():
+        pytest.skip("GPU fixture bundle add_relu_passes not present")
+    from kernelscope.pipeline.passes import stored_passes
+
+    bundle = read_bundle(FIXTURE_PASSES)
+    kernel = bundle.kernel("triton_poi_fused_add_relu_0")
+    for variant in kernel.triton:
+        logs = stored_passes(bundle, kernel, variant)
+        mlir = select_log(logs, variant, "mlir")
+        assert mlir.label == f"num_warps={variant.metadata['num_warps']}"
+        assert len(mlir.passes) > 70 and "triton 3.6" in mlir.origin
+        assert 0 < len(mlir.changed_only()) < len(mlir.passes)
+        assert mlir.store.loaded == 0
+        convert = next(p for p in mlir.passes if p.name.startswith("ConvertTritonToTritonGPU"))
+        assert any(ln.startswith("+") and "#blocked" in ln for ln in mlir.diff(convert).splitlines())
+        assert len(select_log(logs, variant, "llvm").passes) > 100
