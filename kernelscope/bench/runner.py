@@ -322,7 +322,7 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
         gbps = analysis.rate(moved, us)
         row = {"kernel_id": launch.kernel_id, "name": launch.name, "kind": launch.op, "measured_as": matched_names[i],
                "us": round(us, 3) if us is not None else None, "bytes_read": launch.bytes_read,
-               "bytes_written": launch.bytes_written, "gbps": round(gbps, 1) if gbps else None,
+               "bytes_written": launch.bytes_written, "gbps": _sig(gbps),
                "pct_copy": _round(analysis.percent(gbps, copy_gbps)), "flops": launch.flops}
         if launch.flops and us:
             tflops = launch.flops / (us * 1e-6) / 1e12
@@ -346,13 +346,17 @@ def _kernel_record(bundle: Bundle, raw: dict[str, Any], ceil: dict[str, Any]) ->
     copy_gbps = (ceil.get("copy") or {}).get("gbps")
     for r in raw["runs"]:
         gbps = analysis.rate(moved, r.get("median_us"))
-        r["gbps"] = round(gbps, 1) if gbps else None
+        r["gbps"] = _sig(gbps)
         r["pct_copy"] = _round(analysis.percent(gbps, copy_gbps))
     return {**raw, "bytes_moved": moved}
 
 
 def _round(x: float | None) -> float | None:
-    return round(x, 1) if x is not None else None
+    return float(f"{x:.3g}") if x is not None else None
+
+
+def _sig(x: float | None) -> float | None:
+    return float(f"{x:.4g}") if x else None
 
 
 def store(bundle_path: Path, record: dict[str, Any]) -> None:

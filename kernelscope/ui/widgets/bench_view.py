@@ -36,6 +36,8 @@ class BenchView(Vertical):
     BenchView #bench-kernel.-shown { display: block; }
     """
 
+    can_focus = True
+
     BINDINGS = [
         Binding("r", "run_bench", "Run bench"),
         Binding("w", "sweep", "Sweep sizes"),
