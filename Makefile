@@ -17,7 +17,8 @@ ui: setup
 	$(VPY) -m kernelscope
 
 lint: setup
-	$(VPY) -m ruff check kernelscope tests benchmarks samples
+	$(VPY) -m ruff check kernelscope tests benchmarks samples scripts
+	.venv/bin/lint-imports
 
 test: lint
 	$(VPY) -m pytest -q $(PYTEST_ARGS)
