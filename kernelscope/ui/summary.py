@@ -25,7 +25,8 @@ def title_line(b: Bundle, previous: Bundle | None = None) -> str:
     """``add_relu · cpu · mode=default │ 1 graph · 1 kernels (1 C++) · 0 breaks │ 13.3 s``."""
     t = b.target
     code_names = [g.code_name for g in b.graphs if g.code_name and not g.code_name.startswith("torch_dynamo_resume")]
-    name = t.get("name") or (code_names[0] if code_names else base_name(t.get("spec", "") or "capture"))
+    functions = [u.function for k in b.kernels for u in k.user_lines if u.function]
+    name = t.get("name") or (code_names + functions or [base_name(t.get("spec", "") or "capture")])[0]
     opts = b.options
     flags = []
     if opts:

@@ -15,6 +15,11 @@ DYNAMIC = (("auto (None)", "auto"), ("True", "on"), ("False", "off"))
 DEVICES = (("auto (cuda when present)", "auto"), ("cpu", "cpu"), ("cuda", "cuda"))
 
 
+def toggle_label(name: str, value: bool) -> str:
+    # A checkbox shows its state by colour only; say it in words too.
+    return f"{name}: {'on' if value else 'off'}"
+
+
 class OptionsScreen(ModalScreen[CaptureRequest | None]):
     BINDINGS = [
         Binding("ctrl+r", "submit", "Compile", priority=True),
@@ -48,13 +53,16 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
                 yield Label("device", classes="field-label")
                 yield Select(DEVICES, value=r.device or "auto", allow_blank=False, id="opt-device")
             with Horizontal(classes="field"):
-                yield Checkbox("fullgraph", r.fullgraph, id="opt-fullgraph")
-                yield Checkbox("backward", r.backward, id="opt-backward")
+                yield Checkbox(toggle_label("fullgraph", r.fullgraph), r.fullgraph, id="opt-fullgraph")
+                yield Checkbox(toggle_label("backward", r.backward), r.backward, id="opt-backward")
             yield Static(f"✗ {self.error}" if self.error else "", id="opt-error", markup=False)
             yield Static("tab: next field · enter / ctrl+r: compile · escape: cancel", classes="hint")
 
     def on_mount(self) -> None:
         self.query_one("#opt-args", Input).focus()
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        event.checkbox.label = toggle_label(event.checkbox.id.removeprefix("opt-"), event.value)
 
     def on_input_submitted(self) -> None:
         self.action_submit()
