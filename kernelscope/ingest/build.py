@@ -80,8 +80,14 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     provenance: dict[str, list[dict]] = {}
     stacks: dict[str, list[dict]] = {}
     code_objects: dict[str, dict] = {}
+    # Logs of several ranks (one file each): compile ids repeat across ranks, so prefix the rank.
+    ranks = {_rank_of(t) for t in raw.traces}
+    multi_rank = len(ranks) > 1
+    for t in raw.traces:
+        for r in t.records:
+            r.rank = r.rank if r.rank is not None else _rank_of(t)
     for r in records:
-        cid = r.compile_id
+        cid = (f"rank{r.rank}/" if multi_rank else "") + r.compile_id
         if r.kind == "dynamo_output_graph":
             dynamo_graphs[cid] = r.payload
         elif r.kind in _AOT_KINDS:
@@ -127,7 +133,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
             gid += "-b"
         seen_ids.add(gid)
         graph = Graph(id=gid, compile_id=cid, kind=kind)
-        start = code_objects.get(cid, {})
+        start = code_objects.get(cid) or code_objects.get(cid.split("_")[0], {})  # a restarted attempt: 0/0_1
         frames = start.get("stack") or []
         if frames:
             top = frames[-1]
@@ -159,13 +165,24 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
         cache_entries.extend(scan_cache(folder))
     cache_entries = dedupe_variants(cache_entries)
 
+    name_counts: dict[str, int] = {}
     for p in parts:
-        _add_kernels(staging, bundle, p, cache_entries, dynamo_graphs.get(p.graph.compile_id, ""), raw)
+        for name in set(re.findall(r"^(\w+) = async_compile\.triton\(", p.code, re.M)):
+            name_counts[name] = name_counts.get(name, 0) + 1
+    for p in parts:
+        _add_kernels(staging, bundle, p, cache_entries, dynamo_graphs.get(p.graph.compile_id, ""), raw, name_counts)
         bundle.graphs.append(p.graph)
     bundle.autotune.extend(parse_autotune(raw.stderr_text))
     if not bundle.recompiles:
         bundle.recompiles.extend(parse_recompiles(raw.stderr_text))
     return bundle
+
+
+def _rank_of(trace: TraceLog) -> int | None:
+    for r in trace.records:
+        if r.rank is not None:
+            return r.rank
+    return trace.rank
 
 
 def _json(payload: str) -> dict:
@@ -211,7 +228,7 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[CacheEntry], dynamo_text: str,
-                 raw: RawCapture) -> None:
+                 raw: RawCapture, name_counts: dict[str, int]) -> None:
     graph = p.graph
     placeholders = parse_placeholders(p.post_grad) if p.post_grad else {}
     code = parse_output_code(p.code, placeholders)
@@ -266,7 +283,7 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
                 k.user_lines.append(UserLine(file=ul.file, line=ul.line, code=ul.code, function=ul.function))
         k.user_lines.sort(key=lambda u: (u.file, u.line))
         if k.lang == "triton" and not k.triton:
-            k.triton = _variants(staging, graph.id, k, cache, raw.best_configs)
+            k.triton = _variants(staging, graph.id, k, cache, raw.best_configs, name_is_unique=name_counts[k.name] == 1)
 
 
 def _in_graph_order(names: list[str], nodes: dict[str, fx.FxNode]) -> list[str]:
@@ -279,14 +296,16 @@ def _aten_of(target: str) -> str:
 
 
 def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
-              best: list[dict[str, Any]]) -> list[TritonVariant]:
+              best: list[dict[str, Any]], name_is_unique: bool = True) -> list[TritonVariant]:
     same = [e for e in cache if e.name == k.name]
     if k.kernel_path:
         exact = [e for e in same if e.kernel_path == k.kernel_path]
         if not exact:
             base = k.kernel_path.rsplit("/", 1)[-1]
             exact = [e for e in same if e.kernel_path.rsplit("/", 1)[-1] == base]
-        same = exact
+        # Inductor may reuse the compile of an autotuning benchmark (another file) for a template
+        # kernel: take it by name, but only when no other kernel of the capture has that name.
+        same = exact or (same if name_is_unique else [])
     variants = []
     chosen_hashes = {b.get("triton_cache_hash") for b in best if b.get("triton_cache_hash")}
     # Without a cache hash, the tuned config beside this kernel's file tells by its warps and stages.

@@ -45,6 +45,7 @@ class TraceRecord:
 class TraceLog:
     records: list[TraceRecord] = field(default_factory=list)
     strings: dict[int, str] = field(default_factory=dict)
+    rank: int | None = None  # from the file name (dedicated_log_torch_trace_rank_1_*.log) when records lack it
 
     def of(self, kind: str) -> list[TraceRecord]:
         return [r for r in self.records if r.kind == kind]
@@ -82,8 +83,14 @@ def iter_records(lines: Iterator[str]) -> Iterator[tuple[dict[str, Any], list[st
         yield envelope, payload
 
 
+_RANK_IN_NAME = re.compile(r"rank_(\d+)")
+
+
 def parse_trace_file(path: str | os.PathLike) -> TraceLog:
     log = TraceLog()
+    m = _RANK_IN_NAME.search(Path(path).name)
+    if m:
+        log.rank = int(m.group(1))
     with open(path, encoding="utf-8", errors="replace") as fh:
         for envelope, payload in iter_records(fh):
             if not isinstance(envelope, dict):
