@@ -187,6 +187,7 @@ def _ui_main(argv: list[str], debug: bool) -> int:
     parser = argparse.ArgumentParser(prog="kernelscope", add_help=False)
     parser.add_argument("what", nargs="?")
     parser.add_argument("-o", "--out")
+    parser.add_argument("--big", action="store_true", help="presentation mode: fewer, larger panes")
     add_capture_options(parser)
     args, rest = parser.parse_known_args(argv)
     if rest:

@@ -13,7 +13,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from kernelscope.capture.child import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, Events, _redirect_output
+from kernelscope.capture.child import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, Events, redirect_output
 
 
 def main(argv: list[str]) -> int:
@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
-    _redirect_output(work)
+    redirect_output(work)
     result_path = Path(request["result"])
     try:
         from kernelscope.bench import measure  # imports torch

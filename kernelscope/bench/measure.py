@@ -89,7 +89,7 @@ def clocks(device: str) -> dict[str, Any]:
 
 
 def device_facts(device: str) -> dict[str, Any]:
-    env = session._environment(device)
+    env = session.environment(device)
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         env["l2_bytes"] = getattr(props, "L2_cache_size", None)
@@ -168,7 +168,7 @@ def measure_copy_ceiling(device: str) -> dict[str, Any]:
 
 
 def measure_matmul_ceiling(device: str, dtype_name: str) -> dict[str, Any]:
-    dtype = session._TORCH_DTYPES[dtype_name]
+    dtype = session.TORCH_DTYPES[dtype_name]
     n = (8192 if dtype.itemsize <= 2 else 4096) if device == "cuda" else 1024
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
@@ -198,7 +198,7 @@ def ceilings(request: dict, facts: dict, events) -> dict[str, Any]:
     for dtype_name in request.get("matmul_dtypes", []):
         tf32 = bool(torch.backends.cuda.matmul.allow_tf32) and dtype_name == "float32" and device == "cuda"
         mkey = f"{dtype_name}{'+tf32' if tf32 else ''}"
-        if mkey not in mm and dtype_name in session._TORCH_DTYPES:
+        if mkey not in mm and dtype_name in session.TORCH_DTYPES:
             events.emit("ceiling", f"measuring the {device} {mkey} matmul ceiling (once)")
             mm[mkey] = measure_matmul_ceiling(device, dtype_name)
             changed = True
@@ -219,7 +219,7 @@ def ceilings(request: dict, facts: dict, events) -> dict[str, Any]:
 def load_target(request: dict, device: str):
     target = request["target"]
     try:
-        module = session._load_module(target["file"])
+        module = session.load_module(target["file"])
     except session.CaptureFailure as exc:
         raise BenchFailure(exc.kind, exc.message) from exc
     fn = getattr(module, target["name"], None)
@@ -234,13 +234,13 @@ def load_target(request: dict, device: str):
 
 def make_inputs(request: dict, module, device: str) -> tuple:
     try:
-        return session._make_inputs(request, module, device)
+        return session.make_inputs(request, module, device)
     except session.CaptureFailure as exc:
         raise BenchFailure(exc.kind, exc.message) from exc
 
 
 def tensors_of(value: Any) -> list[torch.Tensor]:
-    return [v for v in session._flatten(value) if isinstance(v, torch.Tensor)]
+    return [v for v in session.flatten(value) if isinstance(v, torch.Tensor)]
 
 
 class Step:
@@ -447,7 +447,7 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     inputs = make_inputs(request, module, device)
     eager = Step(fn, backward)
     compiled = Step(compile_fn(fn, options), backward)
-    result: dict[str, Any] = {"inputs": [session._describe(v) for v in inputs]}
+    result: dict[str, Any] = {"inputs": [session.describe(v) for v in inputs]}
     events.emit("compile", "torch.compile: first call")
     t = time.perf_counter()
     call_guarded(compiled, inputs, request)
@@ -504,7 +504,7 @@ def sweep_section(request: dict, module, fn, events) -> dict[str, Any]:
             inputs = make_inputs(sub, module, device)
             row["elements"] = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
             row["input_bytes"] = input_bytes(inputs)
-            row["inputs"] = [session._describe(v) for v in inputs]
+            row["inputs"] = [session.describe(v) for v in inputs]
             events.emit("sweep", f"size {n}: compiling")
             torch._dynamo.reset()  # each size compiled as a user with that size would get it
             compiled = Step(compile_fn(fn, options), backward)
@@ -564,10 +564,10 @@ def _make_buffers(buffers: list[dict], device: str) -> dict[str, torch.Tensor]:
     for b in buffers:
         if b["name"] in out:
             continue
-        if any(not isinstance(d, int) for d in b["shape"] + b["stride"]) or b["dtype"] not in session._TORCH_DTYPES:
+        if any(not isinstance(d, int) for d in b["shape"] + b["stride"]) or b["dtype"] not in session.TORCH_DTYPES:
             raise BenchFailure("kernel", f"buffer {b['name']} has a symbolic shape or unknown dtype "
                                f"({b['dtype']}{b['shape']}); cannot rerun this kernel alone")
-        dtype = session._TORCH_DTYPES[b["dtype"]]
+        dtype = session.TORCH_DTYPES[b["dtype"]]
         stride = b["stride"] or None
         t = torch.empty_strided(b["shape"], stride, dtype=dtype, device=device) if stride else \
             torch.empty(b["shape"], dtype=dtype, device=device)

@@ -24,7 +24,7 @@ from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.runner import _kill_group
+from kernelscope.capture.runner import kill_group
 from kernelscope.target import ScalarSpec, TargetError, parse_args_spec
 
 RECORD_VERSION = 1
@@ -141,7 +141,7 @@ class Bench:
         self._cancelled.set()
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            _kill_group(proc)
+            kill_group(proc)
 
     def request(self, bundle: Bundle, work: Path, event_fd: int) -> dict[str, Any]:
         s = self.settings
@@ -182,13 +182,13 @@ class Bench:
             os.close(write_fd)
             write_fd = -1
             if self._cancelled.is_set():
-                _kill_group(self._proc)
+                kill_group(self._proc)
             reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
             reader.start()
             try:
                 rc = self._proc.wait(timeout=self.settings.timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(self._proc)
+                kill_group(self._proc)
                 self._proc.wait()
                 return BenchResult("failed", f"bench timed out after {self.settings.timeout:g} s (the child was "
                                    "stopped); nothing was stored", events=self.events, seconds=time.time() - t0)

@@ -53,7 +53,7 @@ def _setup_environment(work: Path, request: dict) -> None:
     os.environ["INDUCTOR_PROVENANCE"] = "1"  # provenance tracking (torch >= 2.9 reads this)
 
 
-def _redirect_output(work: Path) -> None:
+def redirect_output(work: Path) -> None:
     """Send fd 1 and 2 (the user's prints, TORCH_LOGS, AUTOTUNE tables) to files."""
     for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
         f = os.open(work / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     staging = Path(request["staging"])
     events = Events(request.get("event_fd"))
     _setup_environment(work, request)
-    _redirect_output(work)
+    redirect_output(work)
     from kernelscope.capture import session  # imports torch; after the environment is set
 
     try:

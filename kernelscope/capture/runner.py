@@ -83,7 +83,7 @@ class Capture:
         self._cancelled.set()
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            _kill_group(proc)
+            kill_group(proc)
 
     def _request(self, work: Path, staging: Path, event_fd: int) -> dict[str, Any]:
         opts = self.options
@@ -128,7 +128,7 @@ class Capture:
             os.close(write_fd)
             write_fd = -1
             if self._cancelled.is_set():
-                _kill_group(self._proc)
+                kill_group(self._proc)
             reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
             reader.start()
             timed_out = False
@@ -136,7 +136,7 @@ class Capture:
                 rc = self._proc.wait(timeout=self.options.timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(self._proc)
+                kill_group(self._proc)
                 rc = self._proc.wait()
             stderr_tail = (self._proc.stderr.read() or b"").decode("utf-8", "replace") if self._proc.stderr else ""
             reader.join(timeout=5)
@@ -219,7 +219,7 @@ class Capture:
         return bundle
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     """Kill the child and everything it started (Inductor's compile workers)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -25,7 +25,7 @@ from kernelscope.bundle.model import Bundle
 from kernelscope.capture.child import EXIT_FAILED, EXIT_NO_BUNDLE, EXIT_OK, Events, environment_facts
 from kernelscope.capture.collect import write_bundle_from_work
 
-_TORCH_DTYPES = {
+TORCH_DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
     "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
     "bool": torch.bool,
@@ -64,7 +64,7 @@ class _OutputCodeCounter(logging.Handler):
         self.events.emit("compile", f"graph {self.graphs} generated", graphs=self.graphs, kernels=self.kernels)
 
 
-def _load_module(path: str):
+def load_module(path: str):
     name = "kernelscope_user_" + Path(path).stem
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -91,12 +91,12 @@ def _user_frame(exc: BaseException, path: str) -> str:
     return f" (at {Path(path).name}:{mine[-1]})" if mine else ""
 
 
-def _make_calls(request: dict, module, device: str) -> list[tuple]:
+def make_calls(request: dict, module, device: str) -> list[tuple]:
     """The argument tuples to call the compiled function with: --args (';' separates calls) or the
     inputs factory next to the function."""
     if request.get("calls"):
         return [_tensors(call, device) for call in request["calls"]]
-    return [_make_inputs(request, module, device)]
+    return [make_inputs(request, module, device)]
 
 
 def _tensors(call: list[dict], device: str) -> tuple:
@@ -106,7 +106,7 @@ def _tensors(call: list[dict], device: str) -> tuple:
         if "value" in spec:
             values.append(spec["value"])
             continue
-        dtype = _TORCH_DTYPES[spec["dtype"]]
+        dtype = TORCH_DTYPES[spec["dtype"]]
         shape = spec["shape"]
         if dtype.is_floating_point:
             t = torch.randn(shape, device=device, dtype=dtype)
@@ -122,7 +122,7 @@ def _tensors(call: list[dict], device: str) -> tuple:
     return tuple(values)
 
 
-def _make_inputs(request: dict, module, device: str) -> tuple:
+def make_inputs(request: dict, module, device: str) -> tuple:
     target = request["target"]
     factory = getattr(module, f"{target['name']}_inputs", None) or getattr(module, "example_inputs", None)
     if factory is None:
@@ -138,7 +138,7 @@ def _make_inputs(request: dict, module, device: str) -> tuple:
     return tuple(values) if isinstance(values, (tuple, list)) else (values,)
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         short = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
                  torch.int64: "i64", torch.int32: "i32", torch.bool: "bool"}.get(value.dtype, str(value.dtype))
@@ -179,7 +179,7 @@ def _graph_break_line(text: str) -> str:
     return text.split("\n")[0].strip()
 
 
-def _environment(device: str) -> dict[str, Any]:
+def environment(device: str) -> dict[str, Any]:
     env = environment_facts()
     env["torch"] = torch.__version__
     try:
@@ -227,9 +227,9 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
     try:
         if device == "cuda" and not torch.cuda.is_available():
             raise CaptureFailure("no_gpu", "--device cuda asked for, but torch sees no CUDA GPU here; use --device cpu")
-        bundle.environment = _environment(device)
+        bundle.environment = environment(device)
         t = time.time()
-        module = _load_module(target["file"])
+        module = load_module(target["file"])
         fn = getattr(module, target["name"], None)
         if fn is None:
             raise CaptureFailure("target", f"{target['file']}: no attribute {target['name']!r} after import")
@@ -241,11 +241,11 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
             except TypeError as exc:
                 raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
                                      "modules without arguments: give them defaults") from exc
-        calls = _make_calls(request, module, device)
+        calls = make_calls(request, module, device)
         inputs = calls[0]
-        bundle.target["inputs"] = [_describe(v) for v in inputs]
+        bundle.target["inputs"] = [describe(v) for v in inputs]
         if len(calls) > 1:
-            bundle.target["calls"] = [[_describe(v) for v in call] for call in calls]
+            bundle.target["calls"] = [[describe(v) for v in call] for call in calls]
         timings["load_target"] = round(time.time() - t, 3)
         events.emit("inputs", "inputs ready: " + ", ".join(bundle.target["inputs"]))
         if options.get("backward") and not any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
@@ -278,7 +278,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
             events.emit("backward", "running backward", graphs=counter.graphs, kernels=counter.kernels)
             t = time.time()
             try:
-                tensors = [o for o in _flatten(out) if isinstance(o, torch.Tensor) and o.requires_grad]
+                tensors = [o for o in flatten(out) if isinstance(o, torch.Tensor) and o.requires_grad]
                 if not tensors:
                     raise CaptureFailure("args", "--backward: no output requires grad, nothing to differentiate")
                 loss = sum(o.float().sum() for o in tensors)
@@ -353,12 +353,12 @@ def _flush_trace_handlers() -> None:
                 pass
 
 
-def _flatten(value: Any):
+def flatten(value: Any):
     if isinstance(value, (list, tuple)):
         for v in value:
-            yield from _flatten(v)
+            yield from flatten(v)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _flatten(v)
+            yield from flatten(v)
     else:
         yield value
