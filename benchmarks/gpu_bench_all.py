@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -103,7 +104,12 @@ def main(argv: list[str]) -> int:
             print("skipped: out of time")
             continue
         bundle = out / "bundles" / name
-        cap = ks("capture", name, "-o", str(bundle), "--force", "-q", timeout=min(120, left()))
+        recorded = Path(os.environ.get("KERNELSCOPE_GPU_BUNDLES", "/nonexistent")) / name
+        if (recorded / "bundle.json").is_file():  # captured earlier in this session: bench a copy of it
+            shutil.copytree(recorded, bundle, dirs_exist_ok=True)
+            cap = subprocess.CompletedProcess([], 0, "", "")
+        else:
+            cap = ks("capture", name, "-o", str(bundle), "--force", "-q", timeout=min(120, left()))
         if cap.returncode != 0:
             err = (cap.stderr.strip().splitlines() or ["?"])[-1]
             results["samples"][name] = {"error": f"capture: {err}"}

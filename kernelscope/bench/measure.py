@@ -234,6 +234,8 @@ def load_target(request: dict, device: str):
 
 def make_inputs(request: dict, module, device: str) -> tuple:
     try:
+        if request.get("args"):
+            return session.tensors(request["args"], device)
         return session.make_inputs(request, module, device)
     except session.CaptureFailure as exc:
         raise BenchFailure(exc.kind, exc.message) from exc

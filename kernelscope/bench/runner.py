@@ -25,7 +25,7 @@ from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture.runner import kill_group
-from kernelscope.target import ScalarSpec, TargetError, parse_args_spec
+from kernelscope.target import ScalarSpec, TargetError, parse_calls
 
 RECORD_VERSION = 1
 
@@ -83,17 +83,24 @@ def _target_request(bundle: Bundle) -> dict[str, Any]:
         raise BenchError(f"{bundle.root}: this bundle has no function to rerun"
                          f"{' (it was read from a ' + kind + ')' if kind else ''}; bench a capture of a "
                          "function, e.g. `kernelscope bench add_relu`")
-    if not Path(t["file"]).is_file():
-        raise BenchError(f"{bundle.root}: the captured function's file {t['file']} is not on this machine")
+    file = t["file"]
+    if not Path(file).is_file():
+        # A bundle moved to another machine carries a copy of the user's file: rerun that.
+        copy = Path(bundle.root) / bundle.source["path"] if bundle.source.get("path") else None
+        if copy is None or not copy.is_file():
+            raise BenchError(f"{bundle.root}: the captured function's file {t['file']} is not on this machine")
+        file = str(copy)
     args = None
     if t.get("args"):
         try:
-            specs = parse_args_spec(t["args"])
+            specs = parse_calls(t["args"])[0]
         except TargetError as exc:
             raise BenchError(f"{bundle.root}: recorded --args do not parse: {exc}") from exc
         args = [{"value": a.value} if isinstance(a, ScalarSpec) else
                 {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in specs]
-    return {"target": {k: t.get(k) for k in ("spec", "file", "name", "is_class", "is_sample")}, "args": args}
+    target = {k: t.get(k) for k in ("spec", "file", "name", "is_class", "is_sample")}
+    target["file"] = file
+    return {"target": target, "args": args}
 
 
 def _kernel_request(bundle: Bundle, key: str, changes: dict[str, int]) -> dict[str, Any]:

@@ -95,11 +95,11 @@ def make_calls(request: dict, module, device: str) -> list[tuple]:
     """The argument tuples to call the compiled function with: --args (';' separates calls) or the
     inputs factory next to the function."""
     if request.get("calls"):
-        return [_tensors(call, device) for call in request["calls"]]
+        return [tensors(call, device) for call in request["calls"]]
     return [make_inputs(request, module, device)]
 
 
-def _tensors(call: list[dict], device: str) -> tuple:
+def tensors(call: list[dict], device: str) -> tuple:
     """Random tensors (and plain scalars) for one call, as the --args specs describe them."""
     values = []
     for spec in call:
