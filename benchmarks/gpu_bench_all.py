@@ -93,6 +93,8 @@ def main(argv: list[str]) -> int:
     (out / "bundles").mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("KERNELSCOPE_CACHE_DIR", str(out / "cache"))
     samples = sorted(p.stem for p in (REPO / "samples").glob("*.py") if not p.name.startswith("_"))
+    if os.environ.get("KERNELSCOPE_BENCH_SAMPLES"):  # a subset, e.g. for the reproducibility check alone
+        samples = [s for s in samples if s in os.environ["KERNELSCOPE_BENCH_SAMPLES"].split(",")]
     samples.sort(key=lambda s: (s not in REPEAT, s))  # the ones the closing note needs first
     results: dict = {"samples": {}, "repeat": {}, "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     bundles: dict[str, Path] = {}

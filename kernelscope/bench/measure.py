@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import gc
 import importlib.util
 import json
 import math
@@ -319,32 +320,53 @@ def rotation_sets(request: dict, module, device: str, first: tuple, cache_bytes:
     return out, info
 
 
-def time_calls(step: Step, sets: list, device: str, settings: dict) -> list[float]:
-    """Per-call latency (µs): the device is idle when each call starts, so guards, launches and
-    Python overhead count; warm-up calls are excluded."""
-    warmup, reps, budget = int(settings["warmup"]), int(settings["reps"]), float(settings["budget_s"])
-    for i in range(warmup):
-        step(sets[i % len(sets)])
-    sync(device)
-    samples: list[float] = []
-    deadline = time.perf_counter() + budget
-    i = 0
+def _one_call_us(step: Step, inputs: tuple, device: str, events: tuple | None) -> float:
     if device == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    while len(samples) < reps or (time.perf_counter() < deadline and len(samples) < 10 * reps):
-        inputs = sets[i % len(sets)]
-        i += 1
-        if device == "cuda":
-            torch.cuda.synchronize()
-            start.record()
-            step(inputs)
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) * 1000.0)
-        else:
-            t = time.perf_counter_ns()
-            step(inputs)
-            samples.append((time.perf_counter_ns() - t) / 1000.0)
+        start, end = events
+        torch.cuda.synchronize()
+        start.record()
+        step(inputs)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0
+    t = time.perf_counter_ns()
+    step(inputs)
+    return (time.perf_counter_ns() - t) / 1000.0
+
+
+def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: dict) -> dict[str, list[float]]:
+    """Per-call latency (µs) of each step: the device is idle when each call starts, so guards,
+    launches and Python overhead count. The steps are timed in alternating blocks, so clock ramps and
+    background load hit them alike; a warm-up of at least a quarter second per step (GPU clocks up)
+    and the garbage collector off while timing keep two runs of the same bench within a few percent."""
+    warmup, reps, budget = int(settings["warmup"]), int(settings["reps"]), float(settings["budget_s"])
+    for step in steps.values():
+        t_end = time.perf_counter() + 0.25
+        i = 0
+        while i < warmup or time.perf_counter() < t_end:
+            step(sets[i % len(sets)])
+            i += 1
+        sync(device)
+    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if device == "cuda" else None
+    samples: dict[str, list[float]] = {name: [] for name in steps}
+    deadline = time.perf_counter() + budget * len(steps)
+    block = 25
+    i = 0
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        while True:
+            counts = [len(v) for v in samples.values()]
+            if min(counts) >= reps and (time.perf_counter() >= deadline or min(counts) >= 10 * reps):
+                break
+            for name, step in steps.items():
+                for _ in range(block):
+                    samples[name].append(_one_call_us(step, sets[i % len(sets)], device, events))
+                    i += 1
+    finally:
+        if was_enabled:
+            gc.enable()
     return samples
 
 
@@ -457,10 +479,16 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     events.emit("correct", "compiled vs eager on fresh random inputs")
     result["correctness"] = correctness(request, module, eager, compiled)
     sets, result["rotation"] = rotation_sets(request, module, device, inputs, request["facts"].get("l2_bytes"))
+    events.emit("timing", "timing eager and compiled calls, alternating")
+    try:
+        timed = time_calls_pair({"eager": eager, "compiled": compiled}, sets, device, settings)
+    except BenchFailure:
+        raise
+    except Exception as exc:
+        raise _classify(exc, request) from exc
     for name, step in (("eager", eager), ("compiled", compiled)):
-        events.emit(name, f"timing {name} calls")
+        samples = timed[name]
         try:
-            samples = time_calls(step, sets, device, settings)
             events.emit(name, f"profiling {settings['profile_calls']} {name} calls")
             sequence = profile_calls(step, sets, device, int(settings["profile_calls"]))
         except BenchFailure:
@@ -514,9 +542,10 @@ def sweep_section(request: dict, module, fn, events) -> dict[str, Any]:
             call_guarded(compiled, inputs, request)
             row["compile_s"] = round(time.perf_counter() - t, 3)
             sets, _ = rotation_sets(sub, module, device, inputs, request["facts"].get("l2_bytes"))
-            for name, step in (("eager", Step(fn, backward)), ("compiled", compiled)):
-                events.emit("sweep", f"size {n}: timing {name}")
-                stats = analysis.run_stats(time_calls(step, sets, device, sweep_settings))
+            events.emit("sweep", f"size {n}: timing eager and compiled")
+            timed = time_calls_pair({"eager": Step(fn, backward), "compiled": compiled}, sets, device, sweep_settings)
+            for name in ("eager", "compiled"):
+                stats = analysis.run_stats(timed[name])
                 row[f"{name}_us"] = stats["median_us"]
                 row[f"{name}_spread_pct"] = stats["spread_pct"]
             row["speedup"] = round(row["eager_us"] / row["compiled_us"], 3) if row["compiled_us"] else None
