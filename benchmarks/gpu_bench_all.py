@@ -144,6 +144,9 @@ def main(argv: list[str]) -> int:
             rows.append((f"{side} end-to-end", a, b))
             a, b = first[side]["kernel_us"], second[side]["kernel_us"]
             rows.append((f"{side} in kernels", a, b))
+            if first[side].get("loop") and second[side].get("loop"):
+                rows.append((f"{side} back to back", first[side]["loop"]["median_us"],
+                             second[side]["loop"]["median_us"]))
         print(f"{name}:  {'':<22}{'run 1':>12}{'run 2':>12}{'diff':>9}")
         worst = 0.0
         for label, a, b in rows:

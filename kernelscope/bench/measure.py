@@ -334,6 +334,48 @@ def _one_call_us(step: Step, inputs: tuple, device: str, events: tuple | None) -
     return (time.perf_counter_ns() - t) / 1000.0
 
 
+def time_loop(steps: dict[str, Step], sets: list, device: str, calls: int = 200, batches: int = 7) -> dict[str, list[float]]:
+    """Per-call time (µs) of back-to-back calls, as a training loop calls them: one pair of events
+    around ``calls`` calls, no synchronisation in between, so host overhead overlaps device work.
+    Returns one figure per batch; batches alternate between the steps."""
+    out: dict[str, list[float]] = {name: [] for name in steps}
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(batches):
+            for name, step in steps.items():
+                sync(device)
+                if device == "cuda":
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    for i in range(calls):
+                        step(sets[i % len(sets)])
+                    end.record()
+                    end.synchronize()
+                    out[name].append(start.elapsed_time(end) * 1000.0 / calls)
+                else:
+                    t = time.perf_counter_ns()
+                    for i in range(calls):
+                        step(sets[i % len(sets)])
+                    out[name].append((time.perf_counter_ns() - t) / 1000.0 / calls)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return out
+
+
+def pin_to_one_cpu() -> int | None:
+    """Run the timing on one fixed CPU (the highest allowed): a process that migrates between cores,
+    or lands on a slower one, changes host-side overhead from run to run."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {allowed[-1]})
+        return allowed[-1]
+    except (AttributeError, OSError):
+        return None
+
+
 def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: dict) -> dict[str, list[float]]:
     """Per-call latency (µs) of each step: the device is idle when each call starts, so guards,
     launches and Python overhead count. The steps are timed in alternating blocks, so clock ramps and
@@ -480,8 +522,10 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     result["correctness"] = correctness(request, module, eager, compiled)
     sets, result["rotation"] = rotation_sets(request, module, device, inputs, request["facts"].get("l2_bytes"))
     events.emit("timing", "timing eager and compiled calls, alternating")
+    result["pinned_cpu"] = pin_to_one_cpu()
     try:
         timed = time_calls_pair({"eager": eager, "compiled": compiled}, sets, device, settings)
+        looped = time_loop({"eager": eager, "compiled": compiled}, sets, device)
     except BenchFailure:
         raise
     except Exception as exc:
@@ -495,7 +539,8 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
             raise
         except Exception as exc:
             raise _classify(exc, request) from exc
-        result[name] = {"e2e": analysis.run_stats(samples), "profile_calls": int(settings["profile_calls"]),
+        result[name] = {"e2e": analysis.run_stats(samples), "loop": analysis.run_stats(looped[name]),
+                        "profile_calls": int(settings["profile_calls"]),
                         "sequence": [[n, round(us, 3)] for n, us in sequence]}
     return result
 

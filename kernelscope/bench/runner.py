@@ -279,6 +279,7 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     named = {k.name for k in bundle.kernels if k.lang in ("triton", "cpp")}
     rec: dict[str, Any] = {"counts": counts, "inputs": run.get("inputs"), "compile_s": run.get("compile_s"),
                            "correctness": run.get("correctness"), "rotation": run.get("rotation"),
+                           "pinned_cpu": run.get("pinned_cpu"),
                            "captured_on": bundle_device(bundle), "notes": []}
     if bundle_device(bundle) != device:
         rec["notes"].append(f"captured on {bundle_device(bundle)}, measured on {device}: the kernels measured are "
@@ -296,8 +297,9 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
                                 f"median ({e2e['median_us']:.1f} µs); its timestamps are too coarse or too "
                                 "perturbed on this machine to split the call, so 'outside' is not shown")
             outside = None
-        rec[side] = {"e2e": e2e, "kernels": kernels, "launches_per_call": round(len(seq) / calls, 3),
-                     "kernel_us": kernel_us, "outside_us": outside, "profile_calls": calls}
+        rec[side] = {"e2e": e2e, "loop": data.get("loop") or {}, "kernels": kernels,
+                     "launches_per_call": round(len(seq) / calls, 3), "kernel_us": kernel_us,
+                     "outside_us": outside, "profile_calls": calls}
     # Per compiled launch: measured time, bytes from the bundle, rate against the ceilings.
     copy_gbps = (ceil.get("copy") or {}).get("gbps")
     seq = [(n, us) for n, us in run["compiled"]["sequence"]]

@@ -90,6 +90,11 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         out.append(f"  speedup {eg / cp:.2f}x: {verdict}   (compile + first call {rec.get('compile_s')} s)")
     out.append("  end-to-end: median of the runs, spread p10-p90; in kernels: " + rec.get("kernel_source", "") +
                "; outside = end-to-end - in kernels")
+    if rec["eager"].get("loop", {}).get("median_us") and rec["compiled"].get("loop", {}).get("median_us"):
+        le, lc = rec["eager"]["loop"], rec["compiled"]["loop"]
+        out.append(f"  back to back (a loop of calls, no sync between them): eager {fmt_us(le['median_us'])}, "
+                   f"compiled {fmt_us(lc['median_us'])} per call, speedup {le['median_us'] / lc['median_us']:.2f}x "
+                   f"(median of {le['runs']} batches)")
     for side in ("eager", "compiled"):
         out.append("")
         out.append(f"{side} kernels{' (CPU ops)' if cpu else ''}, per call (profiler, "
