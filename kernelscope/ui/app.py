@@ -15,6 +15,7 @@ from textual.binding import Binding
 
 from kernelscope.bundle.io import MANIFEST, BundleError, read_bundle
 from kernelscope.bundle.model import Bundle
+from kernelscope.ui import textdoc
 from kernelscope.ui.capture_request import CaptureRequest
 from kernelscope.ui.commands import KernelscopeCommands
 
@@ -50,6 +51,7 @@ class KernelscopeApp(App):
         self.first_frame_ms: float | None = None
 
     def on_mount(self) -> None:
+        textdoc.defer_lexers(True)
         if self.start_bundle is not None:
             self.show_bundle(self.start_bundle)
         else:
@@ -63,6 +65,15 @@ class KernelscopeApp(App):
     def _first_frame(self) -> None:
         self.first_frame_ms = (time.perf_counter() - _T_IMPORT) * 1000
         self.log(f"kernelscope: first frame {self.first_frame_ms:.0f} ms after import")
+        self.set_timer(0.01, self._allow_highlighting)
+
+    def _allow_highlighting(self) -> None:
+        from kernelscope.ui.widgets.code_view import CodeView
+
+        textdoc.defer_lexers(False)
+        for screen in self.screen_stack:
+            for view in screen.query(CodeView):
+                view.rehighlight()
 
     # -- flows -----------------------------------------------------------------------------------
     def show_bundle(self, bundle: Bundle, *, previous: Bundle | None = None,

@@ -16,6 +16,15 @@ Tokens = list[tuple[_TokenType, str]]
 # Above this many lines a text is highlighted line by line, on demand.
 WHOLE_TEXT_LEX_LIMIT = 4000
 
+# Building a Pygments lexer compiles its regexes once per class (about 80 ms for Python): while
+# this is set, texts render plain, so the first frame is not held back; the app clears it after.
+_defer_lexers = False
+
+
+def defer_lexers(flag: bool) -> None:
+    global _defer_lexers
+    _defer_lexers = flag
+
 
 def split_lines(text: str) -> list[str]:
     """Lines without their newlines; tabs expanded so columns are cells. A final newline adds no line."""
@@ -60,6 +69,8 @@ class TextDoc:
         if cached is not None:
             return cached
         line = self.lines[index]
+        if _defer_lexers and self._lexer is None:
+            return [(Token.Text, line)]  # not cached: highlighted once lexers are allowed
         lexer = self._get_lexer()
         if lexer is None or not line:
             toks: Tokens = [(Token.Text, line)]

@@ -18,10 +18,12 @@ from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 
 
-def sample_label(t) -> Text:
+def sample_label(t, width: int = 40) -> Text:
+    """One line per sample: its name, then as much of its description as fits (OptionList wraps)."""
     label = Text(no_wrap=True, overflow="ellipsis")
     label.append(f"{t.name:<16} ", style="bold")
-    label.append(t.description, style="dim")
+    desc = t.description if len(t.description) <= width else t.description[: width - 1].rstrip() + "…"
+    label.append(desc, style="dim")
     return label
 
 

@@ -286,6 +286,11 @@ class CodeView(ScrollView, can_focus=True):
         super().notify_style_update()
         self._strips.clear()
 
+    def rehighlight(self) -> None:
+        """Drop rendered lines (e.g. once lexers may be built after the first frame) and redraw."""
+        self._strips.clear()
+        self.refresh()
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
