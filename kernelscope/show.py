@@ -52,6 +52,17 @@ def summary_dict(b: Bundle) -> dict[str, Any]:
     return data
 
 
+def autotune_lines(b: Bundle, limit: int = 5, prefix: str = "") -> list[str]:
+    """Each AUTOTUNE table: the op, then its fastest ``limit`` choices with time, % of best, config."""
+    out = []
+    for a in b.autotune:
+        out.append(f"{prefix}{a.op}: {len(a.choices)} choices")
+        for c in a.choices[:limit]:
+            ms = f"{c.time_ms:.4f} ms" if c.time_ms is not None else "failed"
+            out.append(f"  {c.name:<24} {ms:>12} {c.percent or 0:6.1f}%  {c.config}")
+    return out
+
+
 def summary_text(b: Bundle) -> str:
     out: list[str] = []
     t = b.target
@@ -111,11 +122,7 @@ def summary_text(b: Bundle) -> str:
             out.append(f"  {r.file.rsplit('/', 1)[-1]}:{r.line}: {r.reason}")
     if b.autotune:
         out.append("")
-        for a in b.autotune:
-            out.append(f"autotune {a.op}: {len(a.choices)} choices")
-            for c in a.choices[:5]:
-                ms = f"{c.time_ms:.4f} ms" if c.time_ms is not None else "failed"
-                out.append(f"  {c.name:<24} {ms:>12} {c.percent or 0:6.1f}%  {c.config}")
+        out += autotune_lines(b, limit=5, prefix="autotune ")
     if b.notes:
         out.append("")
         for n in b.notes:

@@ -218,19 +218,10 @@ def ceilings(request: dict, facts: dict, events) -> dict[str, Any]:
 # ---------------------------------------------------------------- the target
 
 def load_target(request: dict, device: str):
-    target = request["target"]
     try:
-        module = session.load_module(target["file"])
+        return session.load_target(request["target"], device)
     except session.CaptureFailure as exc:
         raise BenchFailure(exc.kind, exc.message) from exc
-    fn = getattr(module, target["name"], None)
-    if fn is None:
-        raise BenchFailure("target", f"{target['file']}: no attribute {target['name']!r} after import")
-    if isinstance(fn, type):
-        if not issubclass(fn, torch.nn.Module):
-            raise BenchFailure("target", f"{target['name']} is a class but not a torch.nn.Module")
-        fn = fn().to(device)
-    return module, fn
 
 
 def make_inputs(request: dict, module, device: str) -> tuple:

@@ -24,7 +24,7 @@ from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.runner import kill_group
+from kernelscope.capture.runner import kill_group, read_events
 from kernelscope.target import ScalarSpec, TargetError, parse_calls
 
 RECORD_VERSION = 1
@@ -226,18 +226,7 @@ class Bench:
             shutil.rmtree(work, ignore_errors=True)
 
     def _read_events(self, fd: int) -> None:
-        with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                self.events.append(event)
-                if self.on_event is not None:
-                    try:
-                        self.on_event(event)
-                    except Exception:
-                        pass
+        read_events(fd, self.events, self.on_event)
 
 
 def _crash_message(rc: int, stderr: str) -> str:

@@ -174,21 +174,7 @@ class Capture:
             self._proc = None
 
     def _read_events(self, fd: int) -> None:
-        with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                self.events.append(event)
-                if self.on_event is not None:
-                    try:
-                        self.on_event(event)
-                    except Exception:
-                        pass
+        read_events(fd, self.events, self.on_event)
 
     def _crash_message(self, rc: int, stderr_tail: str) -> str:
         for event in reversed(self.events):
@@ -217,6 +203,26 @@ class Capture:
         write_bundle_from_work(work, staging, bundle, user_file=self.target.file)
         save_manifest(bundle, staging)
         return bundle
+
+
+def read_events(fd: int, events: list[dict[str, Any]], on_event: Callable[[dict[str, Any]], None] | None) -> None:
+    """Read a child's progress events (one JSON object a line) until it closes the pipe; a callback
+    that raises never stops the reading."""
+    with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            events.append(event)
+            if on_event is not None:
+                try:
+                    on_event(event)
+                except Exception:
+                    pass
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -80,6 +80,23 @@ def load_module(path: str):
     return module
 
 
+def load_target(target: dict, device: str):
+    """(module, callable): the user's file imported, the function or an nn.Module built on ``device``."""
+    module = load_module(target["file"])
+    fn = getattr(module, target["name"], None)
+    if fn is None:
+        raise CaptureFailure("target", f"{target['file']}: no attribute {target['name']!r} after import")
+    if isinstance(fn, type):
+        if not issubclass(fn, torch.nn.Module):
+            raise CaptureFailure("target", f"{target['name']} is a class but not a torch.nn.Module")
+        try:
+            fn = fn().to(device)
+        except TypeError as exc:
+            raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
+                                 "modules without arguments: give them defaults") from exc
+    return module, fn
+
+
 def _user_frame(exc: BaseException, path: str) -> str:
     """" (at file.py:LINE)" for the innermost frame in the user's file, from the traceback or, for
     Dynamo's errors (raised outside the user's frames), from the "from user code" text."""
@@ -229,18 +246,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
             raise CaptureFailure("no_gpu", "--device cuda asked for, but torch sees no CUDA GPU here; use --device cpu")
         bundle.environment = environment(device)
         t = time.time()
-        module = load_module(target["file"])
-        fn = getattr(module, target["name"], None)
-        if fn is None:
-            raise CaptureFailure("target", f"{target['file']}: no attribute {target['name']!r} after import")
-        if isinstance(fn, type):
-            if not issubclass(fn, torch.nn.Module):
-                raise CaptureFailure("target", f"{target['name']} is a class but not a torch.nn.Module")
-            try:
-                fn = fn().to(device)
-            except TypeError as exc:
-                raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
-                                     "modules without arguments: give them defaults") from exc
+        module, fn = load_target(target, device)
         calls = make_calls(request, module, device)
         inputs = calls[0]
         bundle.target["inputs"] = [describe(v) for v in inputs]

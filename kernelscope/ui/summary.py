@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel
-from kernelscope.show import fmt_bytes
+from kernelscope.show import autotune_lines, fmt_bytes
 from kernelscope.ui.xref import base_name
 
 
@@ -106,11 +106,7 @@ def info_text(b: Bundle, kernel: Kernel | None) -> str:
     if b.autotune:
         out.append("")
         out.append("── autotune ──")
-        for a in b.autotune:
-            out.append(f"{a.op}: {len(a.choices)} choices")
-            for c in a.choices[:6]:
-                ms = f"{c.time_ms:.4f} ms" if c.time_ms is not None else "failed"
-                out.append(f"  {c.name:<24}{ms:>12} {c.percent or 0:6.1f}%  {c.config}")
+        out += autotune_lines(b, limit=6)
     if b.notes:
         out.append("")
         out += [f"note: {n}" for n in b.notes]
