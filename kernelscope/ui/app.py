@@ -6,6 +6,7 @@ by the CLI, ``kernelscope serve`` and the tests. Imports neither torch nor trito
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 from pathlib import Path
@@ -51,6 +52,12 @@ class KernelscopeApp(App):
         self.first_frame_ms: float | None = None
 
     def on_mount(self) -> None:
+        # Start-up allocates many long-lived objects (imports, a 100k-line text split into lines):
+        # the cyclic GC would walk them again and again for nothing. Freeze what exists, pause the
+        # collector until the first frame is drawn, then let it run as usual.
+        gc.freeze()
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         textdoc.defer_lexers(True)
         if self.start_bundle is not None:
             self.show_bundle(self.start_bundle)
@@ -63,6 +70,8 @@ class KernelscopeApp(App):
         self.call_after_refresh(self._first_frame)
 
     def _first_frame(self) -> None:
+        if getattr(self, "_gc_was_enabled", False):
+            gc.enable()
         self.first_frame_ms = (time.perf_counter() - _T_IMPORT) * 1000
         self.log(f"kernelscope: first frame {self.first_frame_ms:.0f} ms after import")
         self.set_timer(0.01, self._allow_highlighting)
