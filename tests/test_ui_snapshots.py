@@ -13,6 +13,12 @@ SMALL = (80, 24)
 LARGE = (160, 48)
 
 
+async def highlighted(pilot):
+    """Snapshots show the settled screen: syntax colours arrive one frame after the first."""
+    while not pilot.app.highlighting_ready:
+        await pilot.pause(0.01)
+
+
 @pytest.fixture(autouse=True)
 def _empty_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))  # no "recent captures" in the gallery
@@ -21,27 +27,27 @@ def _empty_cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_gallery(snap_compare, size):
-    assert snap_compare(make_app(), terminal_size=size)
+    assert snap_compare(make_app(), terminal_size=size, run_before=highlighted)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
 def test_explorer_training_step(snap_compare, ref_bundles, size):
     # The gelu kernel of the forward graph: its FX nodes, user line and launch are marked.
-    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), terminal_size=size, press=["down"])
+    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), run_before=highlighted, terminal_size=size, press=["down"])
 
 
 def test_explorer_fx_tab_80x24(snap_compare, ref_bundles):
-    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), terminal_size=SMALL, press=["down", "3"])
+    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), run_before=highlighted, terminal_size=SMALL, press=["down", "3"])
 
 
 def test_explorer_graph_break_160x48(snap_compare, ref_bundles):
-    assert snap_compare(make_app(str(ref_bundles["with_break"])), terminal_size=LARGE, press=["6", "enter"])
+    assert snap_compare(make_app(str(ref_bundles["with_break"])), run_before=highlighted, terminal_size=LARGE, press=["6", "enter"])
 
 
 def test_explorer_presentation_light_160x48(snap_compare, ref_bundles):
     app = make_app(str(ref_bundles["softmax"]), presentation=True, theme="textual-light")
-    assert snap_compare(app, terminal_size=LARGE, press=["4"])
+    assert snap_compare(app, run_before=highlighted, terminal_size=LARGE, press=["4"])
 
 
 def test_capture_error_80x24(snap_compare):
-    assert snap_compare(make_app("no_such_sample"), terminal_size=SMALL, press=["_"])
+    assert snap_compare(make_app("no_such_sample"), run_before=highlighted, terminal_size=SMALL, press=["_"])

@@ -50,6 +50,7 @@ class KernelscopeApp(App):
         self.presentation = presentation
         self.theme = theme or os.environ.get("KERNELSCOPE_THEME") or "textual-dark"
         self.first_frame_ms: float | None = None
+        self.highlighting_ready = False  # set once lexers may run (a frame after the first)
 
     def on_mount(self) -> None:
         # Start-up allocates many long-lived objects (imports, a 100k-line text split into lines):
@@ -83,6 +84,7 @@ class KernelscopeApp(App):
         for screen in self.screen_stack:
             for view in screen.query(CodeView):
                 view.rehighlight()
+        self.highlighting_ready = True
 
     # -- flows -----------------------------------------------------------------------------------
     def show_bundle(self, bundle: Bundle, *, previous: Bundle | None = None,
