@@ -97,3 +97,21 @@ def test_manifest_is_plain_json_a_person_can_diff(ref_bundles):
     data = json.loads(text)
     assert data["schema"] == "kernelscope.bundle" and data["version"] == 1
     assert text.count("\n") > 50  # indented, one field a line
+
+
+def test_the_picked_config_marks_its_variant_and_gives_the_grid(tmp_path):
+    """Inductor's .best_config names the Triton cache entry it picked; the launch grid follows."""
+    from kernelscope.bundle.model import Bundle
+    from kernelscope.ingest.build import RawCapture, build_bundle
+    from kernelscope.ingest.tracelog import parse_trace_folder
+
+    case = REFERENCE / "add_relu"
+    keys = sorted(p.name for p in (case / "triton").iterdir())
+    picked = {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1, "triton_cache_hash": keys[0], "_dir": "nu"}
+    raw = RawCapture(traces=[t for _, t in parse_trace_folder(case / "trace")], triton_caches=[case / "triton"],
+                     best_configs=[picked])
+    b = build_bundle(tmp_path, raw, Bundle())
+    (k,) = b.kernels
+    (chosen,) = [v for v in k.triton if v.chosen]
+    assert chosen.cache_key == keys[0] and chosen.config == {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}
+    assert b.extra["grids"][k.id] == "(16384, 1, 1) = ceil(xnumel 16777216 / XBLOCK 1024)"

@@ -77,6 +77,7 @@ class TritonVariant:
     files: dict[str, str] = field(default_factory=dict)  # stage -> path relative to the bundle
     metadata: dict[str, Any] = field(default_factory=dict)  # Triton's <name>.json
     chosen: bool = False  # the config the autotuner picked, when known
+    config: dict[str, Any] = field(default_factory=dict)  # the picked block sizes (XBLOCK ...), when known
 
 
 @dataclass

@@ -284,6 +284,30 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
         k.user_lines.sort(key=lambda u: (u.file, u.line))
         if k.lang == "triton" and not k.triton:
             k.triton = _variants(staging, graph.id, k, cache, raw.best_configs, name_is_unique=name_counts[k.name] == 1)
+            grid = launch_grid(kdef, launch.args, next((v.config for v in k.triton if v.chosen), {}))
+            if grid:
+                bundle.extra.setdefault("grids", {})[k.id] = grid
+
+
+def launch_grid(kdef, args: list, config: dict[str, Any]) -> str:
+    """The launch grid of an Inductor Grid1D/Grid2D kernel, from its numel arguments and the picked
+    block sizes: "(16384, 1, 1) = ceil(xnumel 16777216 / XBLOCK 1024)"; '' when either is unknown."""
+    if kdef is None or kdef.lang != "triton" or not config:
+        return ""
+    m = re.search(r"'grid_type':\s*'(Grid1D|Grid2D)'", kdef.source)
+    if not m:
+        return ""
+    positional = [n for n, t in kdef.signature if t != "constexpr"]
+    values = {n: a[1] for n, a in zip(positional, args) if a[0] == "lit"}
+    dims, why = [], []
+    for axis in ("x", "y")[: 1 if m.group(1) == "Grid1D" else 2]:
+        numel, block = values.get(f"{axis}numel"), config.get(f"{axis.upper()}BLOCK")
+        if not isinstance(numel, int) or not isinstance(block, int) or block <= 0:
+            return ""
+        dims.append(-(-numel // block))
+        why.append(f"ceil({axis}numel {numel} / {axis.upper()}BLOCK {block})")
+    dims += [1] * (3 - len(dims))
+    return f"({', '.join(map(str, dims))}) = " + " x ".join(why)
 
 
 def _in_graph_order(names: list[str], nodes: dict[str, fx.FxNode]) -> list[str]:
@@ -307,7 +331,6 @@ def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
         # kernel: take it by name, but only when no other kernel of the capture has that name.
         same = exact or (same if name_is_unique else [])
     variants = []
-    chosen_hashes = {b.get("triton_cache_hash") for b in best if b.get("triton_cache_hash")}
     # Without a cache hash, the tuned config beside this kernel's file tells by its warps and stages.
     kdir = k.kernel_path.rsplit("/", 2)[-2] if k.kernel_path.count("/") >= 2 else None
     beside = [b for b in best if kdir and b.get("_dir") == kdir and not b.get("triton_cache_hash")]
@@ -319,8 +342,11 @@ def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, dest)
             v.files[stage] = rel
-        if e.key in chosen_hashes or e.metadata.get("hash") in chosen_hashes:  # Inductor saves the cache key
+        picked = [b for b in best if b.get("triton_cache_hash") in (e.key, e.metadata.get("hash"))]
+        if picked:  # Inductor saves the cache key of the config it picked
             v.chosen = True
+            v.config = {key: value for key, value in picked[0].items() if key.isupper() or key in ("num_warps",
+                                                                                                   "num_stages")}
         elif any(b.get("num_warps") == e.metadata.get("num_warps") and b.get("num_stages") ==
                  e.metadata.get("num_stages") for b in beside):
             v.chosen = True
