@@ -68,3 +68,12 @@ def test_show_reads_a_gpu_bundle_without_a_gpu():
     ptx = kernelscope_cmd("show", str(GPU_FIXTURES / "add_relu"), "--kernel", "triton_poi_fused_add_relu_0",
                           "--artifact", "ptx")
     assert ".visible .entry triton_poi_fused_add_relu_0" in ptx.stdout
+
+
+def test_the_grid_of_the_picked_config_is_a_kernel_fact():
+    proc = kernelscope_cmd("show", str(GPU_FIXTURES / "add_relu"), "--kernel", "triton_poi_fused_add_relu_0",
+                           "--artifact", "facts")
+    b = bundle("add_relu")
+    (chosen,) = [v for v in b.kernels[0].triton if v.chosen]
+    xblock = chosen.config["XBLOCK"]
+    assert f"({16777216 // xblock}, 1, 1) = ceil(xnumel 16777216 / XBLOCK {xblock})" in proc.stdout
