@@ -5,6 +5,9 @@ Update after an intended change with ``pytest tests/test_ui_snapshots.py --snaps
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from kernelscope.ui.app import make_app
@@ -19,6 +22,20 @@ async def highlighted(pilot):
         await pilot.pause(0.01)
 
 
+@pytest.fixture(scope="module")
+def snap_bundles(ref_bundles):
+    """The reference bundles at one fixed path: the Info pane shows a bundle's folder, and a path whose
+    length changed from run to run (pytest's numbered tmp dirs) would move scrollbars in the snapshots."""
+    root = Path("/tmp/kernelscope-snapshot-bundles")
+    shutil.rmtree(root, ignore_errors=True)
+    out = {}
+    for case in ("mlp_train", "with_break", "softmax"):
+        out[case] = root / case
+        shutil.copytree(ref_bundles[case], out[case])
+    yield out
+    shutil.rmtree(root, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _empty_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))  # no "recent captures" in the gallery
@@ -31,21 +48,21 @@ def test_gallery(snap_compare, size):
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "160x48"])
-def test_explorer_training_step(snap_compare, ref_bundles, size):
+def test_explorer_training_step(snap_compare, snap_bundles, size):
     # The gelu kernel of the forward graph: its FX nodes, user line and launch are marked.
-    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), run_before=highlighted, terminal_size=size, press=["down"])
+    assert snap_compare(make_app(str(snap_bundles["mlp_train"])), run_before=highlighted, terminal_size=size, press=["down"])
 
 
-def test_explorer_fx_tab_80x24(snap_compare, ref_bundles):
-    assert snap_compare(make_app(str(ref_bundles["mlp_train"])), run_before=highlighted, terminal_size=SMALL, press=["down", "3"])
+def test_explorer_fx_tab_80x24(snap_compare, snap_bundles):
+    assert snap_compare(make_app(str(snap_bundles["mlp_train"])), run_before=highlighted, terminal_size=SMALL, press=["down", "3"])
 
 
-def test_explorer_graph_break_160x48(snap_compare, ref_bundles):
-    assert snap_compare(make_app(str(ref_bundles["with_break"])), run_before=highlighted, terminal_size=LARGE, press=["6", "enter"])
+def test_explorer_graph_break_160x48(snap_compare, snap_bundles):
+    assert snap_compare(make_app(str(snap_bundles["with_break"])), run_before=highlighted, terminal_size=LARGE, press=["6", "enter"])
 
 
-def test_explorer_presentation_light_160x48(snap_compare, ref_bundles):
-    app = make_app(str(ref_bundles["softmax"]), presentation=True, theme="textual-light")
+def test_explorer_presentation_light_160x48(snap_compare, snap_bundles):
+    app = make_app(str(snap_bundles["softmax"]), presentation=True, theme="textual-light")
     assert snap_compare(app, run_before=highlighted, terminal_size=LARGE, press=["4"])
 
 
