@@ -12,6 +12,8 @@ import pytest
 
 from kernelscope.ui.app import make_app
 
+from .conftest import REFERENCE
+
 SMALL = (80, 24)
 LARGE = (160, 48)
 
@@ -24,14 +26,16 @@ async def highlighted(pilot):
 
 @pytest.fixture(scope="module")
 def snap_bundles(ref_bundles):
-    """The reference bundles at one fixed path: the Info pane shows a bundle's folder, and a path whose
-    length changed from run to run (pytest's numbered tmp dirs) would move scrollbars in the snapshots."""
+    """The reference bundles at one fixed path, naming their trace at one fixed path: the Info pane shows
+    both, and a path whose length changed from machine to machine would move scrollbars in the snapshots."""
     root = Path("/tmp/kernelscope-snapshot-bundles")
     shutil.rmtree(root, ignore_errors=True)
     out = {}
     for case in ("mlp_train", "with_break", "softmax"):
         out[case] = root / case
         shutil.copytree(ref_bundles[case], out[case])
+        manifest = out[case] / "bundle.json"  # it names the trace it was read from: where shared/ is
+        manifest.write_text(manifest.read_text().replace(str(REFERENCE), "/shared/reference"))
     yield out
     shutil.rmtree(root, ignore_errors=True)
 
