@@ -18,7 +18,6 @@ from kernelscope.bundle.io import MANIFEST, BundleError, read_bundle
 from kernelscope.bundle.model import Bundle
 from kernelscope.ui import textdoc
 from kernelscope.ui.capture_request import CaptureRequest
-from kernelscope.ui.commands import KernelscopeCommands
 
 _T_IMPORT = time.perf_counter()
 
@@ -28,12 +27,19 @@ def is_bundle_path(what: str) -> bool:
     return (p.is_dir() and (p / MANIFEST).is_file()) or (p.is_file() and p.name == MANIFEST)
 
 
+def _commands_provider():
+    """The palette's provider, imported when the palette first opens (textual.command is not small)."""
+    from kernelscope.ui.commands import KernelscopeCommands
+
+    return KernelscopeCommands
+
+
 class KernelscopeApp(App):
     """What did torch.compile do to your function?"""
 
     CSS_PATH = "app.tcss"
     TITLE = "kernelscope"
-    COMMANDS = App.COMMANDS | {KernelscopeCommands}
+    COMMANDS = App.COMMANDS | {_commands_provider}
     BINDINGS = [
         Binding("t", "toggle_theme", "Theme"),
         Binding("P", "presentation", "Presentation", key_display="P"),

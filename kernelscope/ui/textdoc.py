@@ -7,9 +7,12 @@ large ones (PTX, SASS, big output code) are lexed one line at a time, as toolong
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from pygments.lexer import Lexer
 from pygments.token import Token, _TokenType
+
+if TYPE_CHECKING:  # pygments.lexer pulls in its plugin machinery: import it only to lex
+    from pygments.lexer import Lexer
 
 Tokens = list[tuple[_TokenType, str]]
 

@@ -13,7 +13,6 @@ from functools import lru_cache
 
 from rich.segment import Segment
 from rich.style import Style
-from rich.syntax import PygmentsSyntaxTheme
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -30,11 +29,17 @@ DARK_SYNTAX = "monokai"
 LIGHT_SYNTAX = "friendly"
 
 
+@lru_cache(maxsize=2)
+def _syntax_theme(dark: bool):
+    from rich.syntax import PygmentsSyntaxTheme  # pulls in Pygments' styles: not needed for a first frame
+
+    return PygmentsSyntaxTheme(DARK_SYNTAX if dark else LIGHT_SYNTAX)
+
+
 @lru_cache(maxsize=4096)
 def token_style(ttype, dark: bool) -> Style:
     """Foreground-only style of a Pygments token (the view's background shows through)."""
-    theme = PygmentsSyntaxTheme(DARK_SYNTAX if dark else LIGHT_SYNTAX)
-    s = theme.get_style_for_token(ttype)
+    s = _syntax_theme(dark).get_style_for_token(ttype)
     return Style(color=s.color, bold=s.bold, italic=s.italic, underline=s.underline)
 
 
