@@ -77,8 +77,6 @@ class KernelscopeApp(App):
         self.call_after_refresh(self._first_frame)
 
     def _first_frame(self) -> None:
-        if getattr(self, "_gc_was_enabled", False):
-            gc.enable()
         self.first_frame_ms = (time.perf_counter() - _T_IMPORT) * 1000
         self.log(f"kernelscope: first frame {self.first_frame_ms:.0f} ms after import")
         self.set_timer(0.01, self._allow_highlighting)
@@ -86,6 +84,8 @@ class KernelscopeApp(App):
     def _allow_highlighting(self) -> None:
         from kernelscope.ui.widgets.code_view import CodeView
 
+        if getattr(self, "_gc_was_enabled", False):
+            gc.enable()
         textdoc.defer_lexers(False)
         for screen in self.screen_stack:
             for view in screen.query(CodeView):

@@ -36,7 +36,9 @@ def split_lines(text: str) -> list[str]:
     lines = text.split("\n")
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()
-    return [line.rstrip("\r") for line in lines]
+    if "\r" in text:  # only then walk every line again (100k-line texts are common)
+        lines = [line.rstrip("\r") for line in lines]
+    return lines
 
 
 class TextDoc:
