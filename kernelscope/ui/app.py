@@ -5,19 +5,24 @@ by the CLI, ``kernelscope serve`` and the tests. Imports neither torch nor trito
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.binding import Binding
 
-from kernelscope.bundle.io import MANIFEST, BundleError, read_bundle
-from kernelscope.bundle.model import Bundle
 from kernelscope.ui import textdoc
 from kernelscope.ui.capture_request import CaptureRequest
+
+if TYPE_CHECKING:
+    import argparse
+
+    from kernelscope.bundle.model import Bundle
+
+MANIFEST = "bundle.json"  # kernelscope.bundle.io's name for it; the bundle modules load on first open
 
 _T_IMPORT = time.perf_counter()
 
@@ -104,6 +109,8 @@ class KernelscopeApp(App):
             self.push_screen(screen)
 
     def open_bundle(self, path: str) -> None:
+        from kernelscope.bundle.io import BundleError, read_bundle
+
         try:
             bundle = read_bundle(Path(path).expanduser())
         except BundleError as exc:
@@ -212,6 +219,8 @@ def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: 
     Raises BundleError / TargetError with one line when ``what`` is neither.
     """
     if what is not None and bundle is None and request is None:
+        from kernelscope.bundle.io import read_bundle
+
         if is_bundle_path(what):
             bundle = read_bundle(Path(what).expanduser())
         elif Path(what).expanduser().is_dir():
@@ -223,6 +232,8 @@ def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: 
 
 def request_from_args(args: argparse.Namespace) -> CaptureRequest:
     """The CLI's capture options as a request. A bad args spec is kept, and shown in the UI."""
+    import argparse
+
     from kernelscope.cli import capture_options_from
     from kernelscope.target import TargetError, resolve_target
 

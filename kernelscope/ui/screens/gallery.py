@@ -27,6 +27,12 @@ def sample_label(t, width: int = 40) -> Text:
     return label
 
 
+def _python_lexer():
+    from pygments.lexers import PythonLexer  # imported when highlighting starts, after the first frame
+
+    return PythonLexer()
+
+
 class GalleryScreen(Screen):
     BINDINGS = [
         Binding("enter", "capture", "Capture", show=False),
@@ -65,19 +71,16 @@ class GalleryScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#samples", OptionList).focus()
         if self.samples:
-            self.query_one("#samples", OptionList).highlighted = 0
-            self._preview(0)
+            self.query_one("#samples", OptionList).highlighted = 0  # its OptionHighlighted shows the preview
 
     @on(OptionList.OptionHighlighted, "#samples")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self._preview(event.option_index)
 
     def _preview(self, index: int) -> None:
-        from pygments.lexers import PythonLexer
-
         t = self.samples[index]
         view = self.query_one("#preview", CodeView)
-        view.set_document(TextDoc(Path(t.file).read_text(encoding="utf-8"), PythonLexer))
+        view.set_document(TextDoc(Path(t.file).read_text(encoding="utf-8"), _python_lexer))
         if t.first_line and t.last_line:
             view.set_marks(range(t.first_line - 1, t.last_line))
         view.border_title = f"{t.name}.py"
