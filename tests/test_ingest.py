@@ -115,3 +115,39 @@ def test_the_picked_config_marks_its_variant_and_gives_the_grid(tmp_path):
     (chosen,) = [v for v in k.triton if v.chosen]
     assert chosen.cache_key == keys[0] and chosen.config == {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}
     assert b.extra["grids"][k.id] == "(16384, 1, 1) = ceil(xnumel 16777216 / XBLOCK 1024)"
+
+
+def test_bundle_round_trips_through_its_manifest(ref_bundles, tmp_path):
+    """read -> write -> read gives the same bundle, field for field (JSON only, no pickle)."""
+    import shutil
+
+    from kernelscope.bundle.io import save_manifest
+    from kernelscope.bundle.model import from_dict, to_dict
+
+    for case in ("mlp_train", "linear_relu_autotune", "with_break"):
+        b = read_bundle(ref_bundles[case])
+        assert from_dict(json.loads(json.dumps(to_dict(b)))) == b
+        copy = tmp_path / case
+        shutil.copytree(ref_bundles[case], copy)
+        save_manifest(b, copy)
+        again = read_bundle(copy)
+        assert again == b and again.kernels[0].buffers == b.kernels[0].buffers
+
+
+def test_unreadable_or_newer_bundles_fail_with_one_line(tmp_path):
+    from kernelscope.bundle.io import BundleError
+
+    (tmp_path / "bundle.json").write_text('{"schema": "kernelscope.bundle", "version": 99}')
+    try:
+        read_bundle(tmp_path)
+    except BundleError as exc:
+        assert "newer than this kernelscope reads" in str(exc) and "\n" not in str(exc)
+    else:
+        raise AssertionError("a newer bundle version was read")
+    (tmp_path / "bundle.json").write_text("{not json")
+    try:
+        read_bundle(tmp_path)
+    except BundleError as exc:
+        assert "unreadable bundle manifest" in str(exc)
+    else:
+        raise AssertionError("a broken manifest was read")
