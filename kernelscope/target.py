@@ -146,6 +146,12 @@ def parse_calls(text: str) -> list[list[TensorSpec | ScalarSpec]]:
     return [parse_args_spec(c) for c in calls]
 
 
+def spec_dicts(specs: list[TensorSpec | ScalarSpec]) -> list[dict[str, Any]]:
+    """Specs as the JSON a child process reads to make the inputs of one call."""
+    return [{"value": a.value} if isinstance(a, ScalarSpec) else
+            {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in specs]
+
+
 def samples_dir() -> Path:
     env = os.environ.get("KERNELSCOPE_SAMPLES")
     if env:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,8 +25,8 @@ from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.runner import kill_group, read_events
-from kernelscope.target import ScalarSpec, TargetError, parse_calls
+from kernelscope.capture.runner import kill_group, read_events, spawn_child
+from kernelscope.target import TargetError, parse_calls, spec_dicts
 
 RECORD_VERSION = 1
 
@@ -96,8 +97,7 @@ def _target_request(bundle: Bundle) -> dict[str, Any]:
             specs = parse_calls(t["args"])[0]
         except TargetError as exc:
             raise BenchError(f"{bundle.root}: recorded --args do not parse: {exc}") from exc
-        args = [{"value": a.value} if isinstance(a, ScalarSpec) else
-                {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in specs]
+        args = spec_dicts(specs)
     target = {k: t.get(k) for k in ("spec", "file", "name", "is_class", "is_sample")}
     target["file"] = file
     return {"target": target, "args": args}
@@ -179,13 +179,7 @@ class Bench:
             request = self.request(bundle, work, write_fd)
             request_path = work / "request.json"
             request_path.write_text(json.dumps(request), encoding="utf-8")
-            env = dict(os.environ)
-            env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
-                                                ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-            self._proc = subprocess.Popen(
-                [self.python, "-m", "kernelscope.bench.child", str(request_path)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                pass_fds=(write_fd,), env=env, start_new_session=True)
+            self._proc = spawn_child(self.python, "kernelscope.bench.child", request_path, write_fd)
             os.close(write_fd)
             write_fd = -1
             if self._cancelled.is_set():
@@ -221,8 +215,6 @@ class Bench:
             except OSError:
                 pass
             self._proc = None
-            import shutil
-
             shutil.rmtree(work, ignore_errors=True)
 
     def _read_events(self, fd: int) -> None:

@@ -72,6 +72,19 @@ def save_manifest(bundle: Bundle, folder: str | os.PathLike) -> None:
     os.replace(tmp, target)
 
 
+def fresh_path(folder: str | os.PathLike, name: str, suffix: str = "") -> Path:
+    """A not yet existing ``folder/NAME-YYYYmmdd-HHMMSS[-n]SUFFIX``: new captures never overwrite old ones."""
+    import time
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = Path(folder) / f"{name}-{stamp}{suffix}"
+    n = 1
+    while out.exists():
+        n += 1
+        out = Path(folder) / f"{name}-{stamp}-{n}{suffix}"
+    return out
+
+
 def make_staging_dir(out: str | os.PathLike) -> Path:
     """A fresh hidden folder next to ``out`` (same file system, so the final rename is atomic)."""
     out = Path(out).absolute()

@@ -21,10 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.bundle.io import BundleError, commit_staging_dir, make_staging_dir, read_bundle, save_manifest
+from kernelscope.bundle.io import (
+    BundleError,
+    commit_staging_dir,
+    fresh_path,
+    make_staging_dir,
+    read_bundle,
+    save_manifest,
+)
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture.collect import write_bundle_from_work
-from kernelscope.target import ScalarSpec, Target, TensorSpec, parse_calls
+from kernelscope.target import ScalarSpec, Target, TensorSpec, parse_calls, spec_dicts
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -90,9 +97,7 @@ class Capture:
         calls = None
         if self.args is not None:
             spec_calls = parse_calls(self.args_text) if ";" in self.args_text else [self.args]
-            calls = [[{"value": a.value} if isinstance(a, ScalarSpec) else
-                      {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in call]
-                     for call in spec_calls]
+            calls = [spec_dicts(call) for call in spec_calls]
         return {
             "work": str(work), "staging": str(staging), "event_fd": event_fd, "t_spawn": time.time(),
             "target": {"spec": self.target.spec, "file": self.target.file, "name": self.target.name,
@@ -114,17 +119,9 @@ class Capture:
         read_fd, write_fd = os.pipe()
         request_path = work / "request.json"
         request_path.write_text(json.dumps(self._request(work, staging, write_fd)), encoding="utf-8")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
-                                            ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        env.setdefault("PYTHONUNBUFFERED", "1")
         committed = False
         try:
-            self._proc = subprocess.Popen(
-                [self.python, "-m", "kernelscope.capture.child", str(request_path)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                pass_fds=(write_fd,), env=env, start_new_session=True,
-            )
+            self._proc = spawn_child(self.python, "kernelscope.capture.child", request_path, write_fd)
             os.close(write_fd)
             write_fd = -1
             if self._cancelled.is_set():
@@ -205,6 +202,18 @@ class Capture:
         return bundle
 
 
+def spawn_child(python: str, module: str, request_path: Path, event_fd: int) -> subprocess.Popen:
+    """``python -m MODULE REQUEST.json`` in its own process group (so a cancel kills its workers too),
+    with this kernelscope importable and the event pipe's write end passed down."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
+                                        ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return subprocess.Popen([python, "-m", module, str(request_path)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(event_fd,), env=env,
+                            start_new_session=True)
+
+
 def read_events(fd: int, events: list[dict[str, Any]], on_event: Callable[[dict[str, Any]], None] | None) -> None:
     """Read a child's progress events (one JSON object a line) until it closes the pipe; a callback
     that raises never stops the reading."""
@@ -238,14 +247,7 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 def default_out(target: Target) -> Path:
     """Where a capture goes when -o is not given: a fresh folder under ./kernelscope-captures."""
-    base = Path("kernelscope-captures")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = base / f"{target.name}-{stamp}"
-    n = 1
-    while out.exists():
-        n += 1
-        out = base / f"{target.name}-{stamp}-{n}"
-    return out
+    return fresh_path("kernelscope-captures", target.name)
 
 
 __all__ = ["Capture", "CaptureError", "CaptureOptions", "CaptureResult", "BundleError", "MODES", "default_out"]

@@ -7,7 +7,6 @@ or ``~/.cache/kernelscope``. Nothing here ever writes next to the user's own fil
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 
@@ -19,28 +18,22 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "kernelscope"
 
 
-def _fresh(folder: Path, name: str, suffix: str = "") -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out = folder / f"{name}-{stamp}{suffix}"
-    n = 1
-    while out.exists():
-        n += 1
-        out = folder / f"{name}-{stamp}-{n}{suffix}"
-    return out
-
-
 def new_capture_dir(name: str) -> Path:
     """A fresh, not yet existing bundle folder for a live capture of ``name``."""
+    from kernelscope.bundle.io import fresh_path  # not at import: the gallery's first frame needs no bundle code
+
     folder = cache_dir() / "captures"
     folder.mkdir(parents=True, exist_ok=True)
-    return _fresh(folder, name)
+    return fresh_path(folder, name)
 
 
 def new_scratch_dir(name: str) -> Path:
     """A fresh folder holding the editable copy of a user's file."""
+    from kernelscope.bundle.io import fresh_path
+
     folder = cache_dir() / "scratch"
     folder.mkdir(parents=True, exist_ok=True)
-    out = _fresh(folder, name)
+    out = fresh_path(folder, name)
     out.mkdir()
     return out
 
