@@ -146,6 +146,8 @@ class ExplorerScreen(Screen):
         width, height = self.app.size
         big = getattr(self.app, "presentation", False)
         mode = "big" if big else ("wide" if width >= WIDE_MIN[0] and height >= WIDE_MIN[1] else "tabs")
+        if mode == getattr(self, "layout_mode", None):
+            return  # mount, resize and resume all land here; only a change of layout needs work
         for m in ("wide", "tabs", "big"):
             self.set_class(m == mode, f"-{m}")
         self.layout_mode = mode
