@@ -153,6 +153,11 @@ def main(argv: list[str]) -> int:
             diff = 100.0 * (b - a) / a if a else float("nan")
             worst = max(worst, abs(diff))
             print(f"  {label:<28}{a:>10.2f}µs{b:>10.2f}µs{diff:>8.1f}%")
+        for i, run in enumerate((first, second), 1):
+            hosts = [(side, run[side]["e2e"].get("host") or {}) for side in ("eager", "compiled")]
+            print(f"  run {i} host at full speed: " + ", ".join(
+                f"{side} {h.get('full_speed_blocks')}/{h.get('blocks')} blocks (all blocks {h.get('all_median_us')} µs)"
+                for side, h in hosts) + f"; probe reference {hosts[0][1].get('probe_reference_us')} µs")
         verdict = "within 3%" if worst <= 3.0 else "NOT within 3%"
         print(f"  worst difference {worst:.1f}%: {verdict}")
         results["repeat"][name] = {"second": record, "worst_pct": round(worst, 2)}

@@ -60,6 +60,36 @@ def test_cpu_bench_is_stored_with_device_clocks_versions_settings(cpu_bench):
     (entry,) = cached.values()
     assert entry["copy"]["gbps"] > 0 and "copy_" in entry["copy"]["method"]
     assert run["ceilings"]["copy"]["gbps"] == entry["copy"]["gbps"]
+    # the host probe's fastest figure is cached too, and every timing block was tagged with it
+    assert entry["host_probe"]["us"] > 0
+    host = run["compiled"]["e2e"]["host"]
+    assert host["blocks"] >= 1 and 0 <= host["full_speed_blocks"] <= host["blocks"]
+    assert host["probe_reference_us"] >= entry["host_probe"]["us"]
+
+
+def test_cpu_bench_says_how_fast_the_host_ran(cpu_bench):
+    _, out, _ = cpu_bench
+    line = next(line for line in out.splitlines() if "host speed:" in line)
+    assert re.search(r"eager \d+/\d+ blocks \(\d+%\), compiled \d+/\d+ blocks", line)
+
+
+def test_host_gate_keeps_full_speed_blocks_and_falls_back_to_all():
+    from kernelscope.bench.measure import HostGate
+
+    gate = HostGate(None)
+    for probe, xs in [(100.0, [10.0, 11.0]), (180.0, [30.0, 31.0]), (103.0, [12.0]), (250.0, [40.0])]:
+        gate.add("compiled", probe, xs)
+    assert gate.reference_us() == 100.0
+    assert gate.samples("compiled", 3) == [10.0, 11.0, 12.0]  # the blocks within 5% of the fastest probe
+    assert sorted(gate.samples("compiled", 4)) == [10.0, 11.0, 12.0, 30.0, 31.0, 40.0]  # too few: every block
+    report = gate.report("compiled", 3)
+    assert report["blocks"] == 4 and report["full_speed_blocks"] == 2 and report["gated"]
+    assert report["all_median_us"] == 30.0
+    # a faster host seen earlier (cached) sets the bar: this run never reached it
+    slow = HostGate(60.0)
+    slow.add("eager", 100.0, [10.0] * 5)
+    assert slow.reference_us() == 60.0 and slow.quiet_count("eager") == 0
+    assert not slow.report("eager", 5)["gated"] and slow.samples("eager", 5) == [10.0] * 5
 
 
 def test_cpu_sweep_table_and_plot(cpu_bench):

@@ -10,6 +10,7 @@ single config; checked against torch 2.11 / triton 3.6 and torch 2.13 / triton 3
 from __future__ import annotations
 
 import ast
+import bisect
 import copy
 import gc
 import importlib.util
@@ -184,10 +185,7 @@ def ceilings(request: dict, facts: dict, events) -> dict[str, Any]:
     """Copy ceiling and the matmul ceilings asked for, from the cache or measured now (and cached)."""
     path = Path(request["ceilings_cache"])
     key = device_key(facts)
-    try:
-        cache = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        cache = {}
+    cache = _read_cache(path)
     entry = cache.get(key, {}) if not request.get("remeasure") else {}
     changed = False
     device = request["device"]
@@ -205,14 +203,47 @@ def ceilings(request: dict, facts: dict, events) -> dict[str, Any]:
             changed = True
     if changed:
         cache[key] = entry
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(cache, indent=1), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass
+        _write_cache(path, cache)
     return {"key": key, "cache": str(path), "fresh": changed, **entry}
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    try:
+        cache = json.loads(path.read_text(encoding="utf-8"))
+        return cache if isinstance(cache, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_cache(path: Path, cache: dict[str, Any]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(cache, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def host_reference(request: dict) -> float | None:
+    """The fastest host probe seen on this machine (cached beside the ceilings), or None."""
+    if request.get("remeasure"):
+        return None
+    entry = _read_cache(Path(request["ceilings_cache"])).get(device_key(request["facts"]), {})
+    value = (entry.get("host_probe") or {}).get("us")
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def store_host_reference(request: dict, value: float | None) -> None:
+    """Keep the lowest host probe seen, so later runs gate on the same full speed."""
+    if not value or (host_reference(request) or float("inf")) <= value:
+        return
+    path = Path(request["ceilings_cache"])
+    cache = _read_cache(path)
+    entry = cache.setdefault(device_key(request["facts"]), {})
+    entry["host_probe"] = {"us": round(value, 1), "method": f"{PROBE_LOOPS} rounds of dict and integer operations "
+                           "in Python, 5th percentile of a run's probes", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    _write_cache(path, cache)
 
 
 # ---------------------------------------------------------------- the target
@@ -325,18 +356,93 @@ def _one_call_us(step: Step, inputs: tuple, device: str, events: tuple | None) -
     return (time.perf_counter_ns() - t) / 1000.0
 
 
-def time_loop(steps: dict[str, Step], sets: list, device: str, calls: int = 200, batches: int = 7) -> dict[str, list[float]]:
+# On a shared machine the host CPU's speed changes in phases (seen on the H200 box: up to 2x slower
+# for seconds at a time, with no steal time and CPU time equal to wall time, i.e. the core itself ran
+# slower). Per-call latency of a small call is mostly host work, so it follows those phases. Each timing
+# block is preceded by a fixed pure-Python probe; a block counts when the probe ran within HOST_SLACK of
+# the fastest probe this machine has shown, so two runs compare the host at the same speed. The blocks
+# of a slow host are kept and reported beside them.
+HOST_SLACK = 1.05
+PROBE_LOOPS = 3000
+
+
+def host_probe_us() -> float:
+    """Time of a fixed pure-Python workload (dict and integer operations, like guards and launch code)."""
+    t = time.perf_counter_ns()
+    d: dict[int, int] = {}
+    acc = 0
+    for i in range(PROBE_LOOPS):
+        d[i & 63] = i
+        acc += d.get((i * 7) & 63, 0)
+        acc ^= len(d)
+    return (time.perf_counter_ns() - t) / 1000.0
+
+
+class HostGate:
+    """Timing blocks tagged with the host probe that preceded them; the samples of full-speed blocks."""
+
+    def __init__(self, reference_us: float | None):
+        self.cached_reference_us = reference_us
+        self.blocks: dict[str, list[tuple[float, list[float]]]] = {}
+        self._probes: list[float] = []
+
+    def add(self, name: str, probe_us: float, samples: list[float]) -> None:
+        self.blocks.setdefault(name, []).append((probe_us, samples))
+        bisect.insort(self._probes, probe_us)
+
+    def reference_us(self) -> float | None:
+        """The fastest the host has run: the cached reference, or this run's 5th percentile if lower."""
+        if not self._probes:
+            return self.cached_reference_us
+        own = self._probes[int(0.05 * (len(self._probes) - 1))]
+        return own if self.cached_reference_us is None else min(own, self.cached_reference_us)
+
+    def _full_speed(self, probe_us: float, ref: float | None) -> bool:
+        return ref is not None and probe_us <= ref * HOST_SLACK
+
+    def quiet_count(self, name: str) -> int:
+        ref = self.reference_us()
+        return sum(len(xs) for p, xs in self.blocks.get(name, []) if self._full_speed(p, ref))
+
+    def count(self, name: str) -> int:
+        return sum(len(xs) for _, xs in self.blocks.get(name, []))
+
+    def samples(self, name: str, minimum: int) -> list[float]:
+        """Full-speed samples when there are ``minimum`` of them, else every sample."""
+        ref = self.reference_us()
+        blocks = self.blocks.get(name, [])
+        quiet = [x for p, xs in blocks if self._full_speed(p, ref) for x in xs]
+        return quiet if len(quiet) >= minimum else [x for _, xs in blocks for x in xs]
+
+    def report(self, name: str, minimum: int) -> dict[str, Any]:
+        blocks = self.blocks.get(name, [])
+        ref = self.reference_us()
+        probes = sorted(p for p, _ in blocks)
+        every = sorted(x for _, xs in blocks for x in xs)
+        return {"blocks": len(blocks), "full_speed_blocks": sum(1 for p, _ in blocks if self._full_speed(p, ref)),
+                "gated": self.quiet_count(name) >= minimum, "slack": HOST_SLACK,
+                "probe_reference_us": round(ref, 1) if ref else None,
+                "probe_median_us": round(probes[len(probes) // 2], 1) if probes else None,
+                "all_median_us": round(every[len(every) // 2], 3) if every else None, "all_runs": len(every)}
+
+
+def time_loop(steps: dict[str, Step], sets: list, device: str, gate: HostGate | None = None, calls: int = 200,
+              batches: int = 7, max_batches: int = 40) -> dict[str, list[float]]:
     """Per-call time (µs) of back-to-back calls, as a training loop calls them: one pair of events
     around ``calls`` calls, no synchronisation in between, so host overhead overlaps device work.
-    Returns one figure per batch; batches alternate between the steps."""
-    out: dict[str, list[float]] = {name: [] for name in steps}
+    One figure per batch; batches alternate between the steps, each after a host probe, and go on
+    (up to ``max_batches``) until ``batches`` of them ran with the host at full speed."""
+    gate = gate or HostGate(None)
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
-        for _ in range(batches):
+        for n in range(max_batches):
+            if n >= batches and all(gate.quiet_count(name) >= batches for name in steps):
+                break
             for name, step in steps.items():
                 sync(device)
+                probe = host_probe_us()
                 if device == "cuda":
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record()
@@ -344,16 +450,16 @@ def time_loop(steps: dict[str, Step], sets: list, device: str, calls: int = 200,
                         step(sets[i % len(sets)])
                     end.record()
                     end.synchronize()
-                    out[name].append(start.elapsed_time(end) * 1000.0 / calls)
+                    gate.add(name, probe, [start.elapsed_time(end) * 1000.0 / calls])
                 else:
                     t = time.perf_counter_ns()
                     for i in range(calls):
                         step(sets[i % len(sets)])
-                    out[name].append((time.perf_counter_ns() - t) / 1000.0 / calls)
+                    gate.add(name, probe, [(time.perf_counter_ns() - t) / 1000.0 / calls])
     finally:
         if was_enabled:
             gc.enable()
-    return out
+    return {name: gate.samples(name, batches) for name in steps}
 
 
 def pin_to_one_cpu() -> int | None:
@@ -367,11 +473,16 @@ def pin_to_one_cpu() -> int | None:
         return None
 
 
-def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: dict) -> dict[str, list[float]]:
+def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: dict,
+                    gate: HostGate | None = None) -> dict[str, list[float]]:
     """Per-call latency (µs) of each step: the device is idle when each call starts, so guards,
-    launches and Python overhead count. The steps are timed in alternating blocks, so clock ramps and
-    background load hit them alike; a warm-up of at least a quarter second per step (GPU clocks up)
-    and the garbage collector off while timing keep two runs of the same bench within a few percent."""
+    launches and Python overhead count. The steps are timed in alternating blocks of 25 calls, each
+    after a host probe, so clock ramps and background load hit them alike; a warm-up of at least a
+    quarter second per step (GPU clocks up) and the garbage collector off while timing. Timing goes
+    on until each step has ``reps`` calls in full-speed blocks and the budget is spent, or 10x
+    ``reps`` calls; a host that never reaches full speed stops it at 4x the budget (at least 2 s),
+    and then every block counts (the report says so)."""
+    gate = gate or HostGate(None)
     warmup, reps, budget = int(settings["warmup"]), int(settings["reps"]), float(settings["budget_s"])
     for step in steps.values():
         t_end = time.perf_counter() + 0.25
@@ -381,8 +492,8 @@ def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: d
             i += 1
         sync(device)
     events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if device == "cuda" else None
-    samples: dict[str, list[float]] = {name: [] for name in steps}
-    deadline = time.perf_counter() + budget * len(steps)
+    t0 = time.perf_counter()
+    deadline, give_up = t0 + budget * len(steps), t0 + max(2.0, 4 * budget * len(steps))
     block = 25
     i = 0
     was_enabled = gc.isenabled()
@@ -390,17 +501,24 @@ def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: d
     gc.disable()
     try:
         while True:
-            counts = [len(v) for v in samples.values()]
-            if min(counts) >= reps and (time.perf_counter() >= deadline or min(counts) >= 10 * reps):
+            quiet = [gate.quiet_count(name) for name in steps]
+            total = [gate.count(name) for name in steps]
+            now = time.perf_counter()
+            if min(quiet) >= reps and (now >= deadline or min(quiet) >= 10 * reps):
+                break
+            if min(total) >= reps and now >= give_up:
                 break
             for name, step in steps.items():
+                probe = host_probe_us()
+                xs = []
                 for _ in range(block):
-                    samples[name].append(_one_call_us(step, sets[i % len(sets)], device, events))
+                    xs.append(_one_call_us(step, sets[i % len(sets)], device, events))
                     i += 1
+                gate.add(name, probe, xs)
     finally:
         if was_enabled:
             gc.enable()
-    return samples
+    return {name: gate.samples(name, reps) for name in steps}
 
 
 def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple[str, float]]:
@@ -514,9 +632,13 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     sets, result["rotation"] = rotation_sets(request, module, device, inputs, request["facts"].get("l2_bytes"))
     events.emit("timing", "timing eager and compiled calls, alternating")
     result["pinned_cpu"] = pin_to_one_cpu()
+    reference = host_reference(request)
+    gate, loop_gate = HostGate(reference), HostGate(reference)
     try:
-        timed = time_calls_pair({"eager": eager, "compiled": compiled}, sets, device, settings)
-        looped = time_loop({"eager": eager, "compiled": compiled}, sets, device)
+        timed = time_calls_pair({"eager": eager, "compiled": compiled}, sets, device, settings, gate)
+        loop_gate.cached_reference_us = gate.reference_us()
+        looped = time_loop({"eager": eager, "compiled": compiled}, sets, device, loop_gate)
+        store_host_reference(request, loop_gate.reference_us())
     except BenchFailure:
         raise
     except Exception as exc:
@@ -530,7 +652,8 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
             raise
         except Exception as exc:
             raise _classify(exc, request) from exc
-        result[name] = {"e2e": analysis.run_stats(samples), "loop": analysis.run_stats(looped[name]),
+        result[name] = {"e2e": {**analysis.run_stats(samples), "host": gate.report(name, int(settings["reps"]))},
+                        "loop": {**analysis.run_stats(looped[name]), "host": loop_gate.report(name, 7)},
                         "profile_calls": int(settings["profile_calls"]),
                         "sequence": [[n, round(us, 3)] for n, us in sequence]}
     return result
@@ -579,7 +702,10 @@ def sweep_section(request: dict, module, fn, events) -> dict[str, Any]:
             row["compile_s"] = round(time.perf_counter() - t, 3)
             sets, _ = rotation_sets(sub, module, device, inputs, request["facts"].get("l2_bytes"))
             events.emit("sweep", f"size {n}: timing eager and compiled")
-            timed = time_calls_pair({"eager": Step(fn, backward), "compiled": compiled}, sets, device, sweep_settings)
+            gate = HostGate(host_reference(request))
+            timed = time_calls_pair({"eager": Step(fn, backward), "compiled": compiled}, sets, device, sweep_settings,
+                                    gate)
+            store_host_reference(request, gate.reference_us())
             for name in ("eager", "compiled"):
                 stats = analysis.run_stats(timed[name])
                 row[f"{name}_us"] = stats["median_us"]

@@ -68,6 +68,29 @@ def ceiling_lines(ceil: dict[str, Any]) -> list[str]:
     return out
 
 
+def host_lines(rec: dict[str, Any]) -> list[str]:
+    """How fast the host ran while timing: which blocks the figures above come from."""
+    hosts = {side: (rec[side].get("e2e") or {}).get("host") for side in ("eager", "compiled")}
+    if not all(hosts.values()):
+        return []
+    ref = hosts["eager"].get("probe_reference_us")
+    slack = round(100 * (hosts["eager"].get("slack", 1.0) - 1))
+    parts = []
+    for side, h in hosts.items():
+        share = 100 * h["full_speed_blocks"] / h["blocks"] if h["blocks"] else 0
+        parts.append(f"{side} {h['full_speed_blocks']}/{h['blocks']} blocks ({share:.0f}%)")
+    out = [f"  host speed: a Python probe before each block of calls (fastest seen here {ref} µs); blocks with "
+           f"the host within {slack}% of that: " + ", ".join(parts)]
+    if all(h["gated"] for h in hosts.values()):
+        out.append("  end-to-end and back to back above come from those blocks (all blocks: eager "
+                   f"{fmt_us(hosts['eager']['all_median_us'])}, compiled {fmt_us(hosts['compiled']['all_median_us'])})")
+    else:
+        slow = [side for side, h in hosts.items() if not h["gated"]]
+        out.append(f"  ! the host never ran at full speed long enough for {' and '.join(slow)}: every block counts, "
+                   "so end-to-end is slower than this machine can do (a busy host; run again)")
+    return out
+
+
 def run_lines(rec: dict[str, Any]) -> list[str]:
     cpu = (rec.get("device") or {}).get("device") != "cuda"
     out = header_lines(rec)
@@ -95,6 +118,7 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         out.append(f"  back to back (a loop of calls, no sync between them): eager {fmt_us(le['median_us'])}, "
                    f"compiled {fmt_us(lc['median_us'])} per call, speedup {le['median_us'] / lc['median_us']:.2f}x "
                    f"(median of {le['runs']} batches)")
+    out += host_lines(rec)
     for side in ("eager", "compiled"):
         out.append("")
         out.append(f"{side} kernels{' (CPU ops)' if cpu else ''}, per call (profiler, "
