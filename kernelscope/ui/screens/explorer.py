@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static, Tab, Tabs
+from textual.widgets import OptionList, Static, Tab, Tabs
 from textual.widgets.option_list import Option
 
 from kernelscope.bundle.model import FX_POST_GRAD, Bundle, Graph, Kernel
@@ -20,6 +20,7 @@ from kernelscope.ui.summary import info_text, title_line
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
+from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.xref import FX_ORDER, FX_TITLES, BundleIndex, base_name, compact_fx
 
@@ -35,6 +36,7 @@ PANES = (
 )
 TAB_LABELS = {"source": "Source", "fx": "FX", "kernel": "Kernel", "output": "Output"}
 PANE_TITLES = {p: t for p, t, _ in PANES}
+PANE_KEYS = {p: k for p, _, k in PANES}
 # Grid placement order in the wide layout (CSS spans do the rest).
 GRID_ORDER = ("kernels", "fx", "kernel", "source", "output", "breaks", "info")
 WIDE_MIN = (120, 32)
@@ -112,20 +114,21 @@ class ExplorerScreen(Screen):
             "breaks": lambda: OptionList(id="breaks"),
             "info": lambda: CodeView(id="info"),
         }
+        # Layout classes go on before the panes exist: set later, each would restyle a whole subtree.
+        self._set_layout_mode(self._wanted_layout())
         with Container(id="panes"):
             for pid in GRID_ORDER:
-                with Vertical(id=f"pane-{pid}", classes="pane"):
+                with Vertical(id=f"pane-{pid}", classes=" ".join(["pane", *self._pane_classes(pid)])) as pane:
+                    pane.border_title = f"{PANE_KEYS[pid]} {PANE_TITLES[pid]}"
                     if pid == "fx":
                         yield Tabs(*[Tab(FX_TITLES[k], id=f"fxk-{k}") for k in FX_ORDER], id="fx-tabs",
                                    active=f"fxk-{self.fx_kind}")
                     yield panes[pid]()
         yield SearchBar(id="search")
-        yield Footer()
+        # The footer comes in on_mount, once the kernel table has focus: its keys are then final.
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self._apply_layout()
-        for pid, title, key in PANES:
-            self.query_one(f"#pane-{pid}").border_title = f"{key} {title}"
         table = self.query_one(KernelTable)
         table.load(self.bundle, self.index.kernels_in_order())
         self._load_source()
@@ -134,7 +137,8 @@ class ExplorerScreen(Screen):
         self.select(self.graph, first)
         if first is not None:
             table.select_kernel(first.id)
-        table.focus()
+        self.set_focus(table)  # now, not a message later: the footer's keys and the first frame follow it
+        await self.mount(KeyFooter())
 
     def on_resize(self) -> None:
         self._apply_layout()
@@ -142,23 +146,33 @@ class ExplorerScreen(Screen):
     def on_screen_resume(self) -> None:
         self._apply_layout()
 
-    def _apply_layout(self) -> None:
+    def _wanted_layout(self) -> str:
         width, height = self.app.size
-        big = getattr(self.app, "presentation", False)
-        mode = "big" if big else ("wide" if width >= WIDE_MIN[0] and height >= WIDE_MIN[1] else "tabs")
-        if mode == getattr(self, "layout_mode", None):
-            return  # mount, resize and resume all land here; only a change of layout needs work
+        if getattr(self.app, "presentation", False):
+            return "big"
+        return "wide" if width >= WIDE_MIN[0] and height >= WIDE_MIN[1] else "tabs"
+
+    def _set_layout_mode(self, mode: str) -> None:
         for m in ("wide", "tabs", "big"):
             self.set_class(m == mode, f"-{m}")
         self.layout_mode = mode
+
+    def _apply_layout(self) -> None:
+        mode = self._wanted_layout()
+        if mode == getattr(self, "layout_mode", None):
+            return  # mount, resize and resume all land here; only a change of layout needs work
+        self._set_layout_mode(mode)
         self._show_active()
 
-    def _show_active(self) -> None:
+    def _pane_classes(self, pane_id: str) -> list[str]:
         pinned = "kernels" if self.active_pane == "source" else "source"
+        return [c for c, on in (("-active", pane_id == self.active_pane), ("-pinned", pane_id == pinned)) if on]
+
+    def _show_active(self) -> None:
         for pid, _, _ in PANES:
             pane = self.query_one(f"#pane-{pid}")
-            pane.set_class(pid == self.active_pane, "-active")
-            pane.set_class(pid == pinned, "-pinned")
+            for name in ("-active", "-pinned"):
+                pane.set_class(name in self._pane_classes(pid), name)
 
     def action_show_pane(self, pane_id: str) -> None:
         self.query_one("#pane-tabs", Tabs).active = f"tab-{pane_id}"

@@ -10,12 +10,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kernelscope.ui.capture_request import CaptureRequest
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.key_footer import KeyFooter
 
 
 def sample_label(t, width: int = 40) -> Text:
@@ -66,10 +67,10 @@ class GalleryScreen(Screen):
             preview = CodeView(id="preview")
             preview.border_title = "Source"
             yield preview
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#samples", OptionList).focus()
+        self.set_focus(self.query_one("#samples", OptionList))  # now, not a message later (first frame)
         if self.samples:
             self.query_one("#samples", OptionList).highlighted = 0  # its OptionHighlighted shows the preview
 
