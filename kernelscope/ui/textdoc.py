@@ -14,7 +14,8 @@ from pygments.token import Token, _TokenType
 if TYPE_CHECKING:  # pygments.lexer pulls in its plugin machinery: import it only to lex
     from pygments.lexer import Lexer
 
-Tokens = list[tuple[_TokenType, str]]
+# A token type of None marks a line not lexed yet (lexers deferred): views draw it in their own colour.
+Tokens = list[tuple[_TokenType | None, str]]
 
 # Above this many lines a text is highlighted line by line, on demand.
 WHOLE_TEXT_LEX_LIMIT = 4000
@@ -69,13 +70,13 @@ class TextDoc:
         return self._lexer
 
     def tokens(self, index: int) -> Tokens:
-        """The (token type, text) pairs of one line; plain text when there is no lexer."""
+        """The (token type, text) pairs of one line; plain text when there is no lexer, type None until lexed."""
         cached = self._tokens.get(index)
         if cached is not None:
             return cached
         line = self.lines[index]
         if _defer_lexers and self._lexer is None:
-            return [(Token.Text, line)]  # not cached: highlighted once lexers are allowed
+            return [(None, line)]  # not cached: highlighted once lexers are allowed
         lexer = self._get_lexer()
         if lexer is None or not line:
             toks: Tokens = [(Token.Text, line)]

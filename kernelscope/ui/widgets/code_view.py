@@ -332,7 +332,8 @@ class CodeView(ScrollView, can_focus=True):
 
         content = Text(style=line_style, no_wrap=True, end="")
         for ttype, value in self.doc.tokens(index):
-            content.append(value, token_style(ttype, dark))
+            # Not lexed yet: the view's colour, so a first frame needs no Pygments style (rich.syntax).
+            content.append(value, None if ttype is None else token_style(ttype, dark))
         if self.query_text:
             match_style = self.get_component_rich_style("code-view--match")
             for a, b in self.doc.match_spans(index, self.query_text):
