@@ -80,9 +80,11 @@ def test_host_gate_keeps_full_speed_blocks_and_falls_back_to_all():
     for probe, xs in [(100.0, [10.0, 11.0]), (180.0, [30.0, 31.0]), (103.0, [12.0]), (250.0, [40.0])]:
         gate.add("compiled", probe, xs)
     assert gate.reference_us() == 100.0
-    assert gate.samples("compiled", 3) == [10.0, 11.0, 12.0]  # the blocks within 10% of the fastest probe
+    assert gate.samples("compiled", 2) == [10.0, 11.0, 12.0]  # the blocks within 10% of the fastest probe
     assert sorted(gate.samples("compiled", 4)) == [10.0, 11.0, 12.0, 30.0, 31.0, 40.0]  # too few: every block
-    report = gate.report("compiled", 3)
+    # enough samples but from too few blocks: a couple of fast probes in a slow stretch do not count
+    assert not gate.enough("compiled", 3) and len(gate.samples("compiled", 3)) == 6
+    report = gate.report("compiled", 2)
     assert report["blocks"] == 4 and report["full_speed_blocks"] == 2 and report["gated"]
     assert report["all_median_us"] == 30.0
     # a faster host seen earlier (cached) sets the bar: this run never reached it

@@ -363,6 +363,7 @@ def _one_call_us(step: Step, inputs: tuple, device: str, events: tuple | None) -
 # the fastest probe this machine has shown, so two runs compare the host at the same speed. The blocks
 # of a slow host are kept and reported beside them.
 HOST_SLACK = 1.10
+MIN_BLOCKS = 8
 PROBE_LOOPS = 3000
 
 
@@ -407,12 +408,20 @@ class HostGate:
     def count(self, name: str) -> int:
         return sum(len(xs) for _, xs in self.blocks.get(name, []))
 
+    def enough(self, name: str, minimum: int) -> bool:
+        """``minimum`` samples from full-speed blocks, spread over several blocks (a few fast probes in
+        a slow stretch are not a fast host)."""
+        ref = self.reference_us()
+        quiet = [len(xs) for p, xs in self.blocks.get(name, []) if self._full_speed(p, ref)]
+        return sum(quiet) >= minimum and len(quiet) >= min(MIN_BLOCKS, minimum)
+
     def samples(self, name: str, minimum: int) -> list[float]:
-        """Full-speed samples when there are ``minimum`` of them, else every sample."""
+        """Full-speed samples when there are enough of them, else every sample."""
         ref = self.reference_us()
         blocks = self.blocks.get(name, [])
-        quiet = [x for p, xs in blocks if self._full_speed(p, ref) for x in xs]
-        return quiet if len(quiet) >= minimum else [x for _, xs in blocks for x in xs]
+        if self.enough(name, minimum):
+            return [x for p, xs in blocks if self._full_speed(p, ref) for x in xs]
+        return [x for _, xs in blocks for x in xs]
 
     def report(self, name: str, minimum: int) -> dict[str, Any]:
         blocks = self.blocks.get(name, [])
@@ -420,7 +429,7 @@ class HostGate:
         probes = sorted(p for p, _ in blocks)
         every = sorted(x for _, xs in blocks for x in xs)
         return {"blocks": len(blocks), "full_speed_blocks": sum(1 for p, _ in blocks if self._full_speed(p, ref)),
-                "gated": self.quiet_count(name) >= minimum, "slack": HOST_SLACK,
+                "gated": self.enough(name, minimum), "slack": HOST_SLACK,
                 "probe_reference_us": round(ref, 1) if ref else None,
                 "probe_median_us": round(probes[len(probes) // 2], 1) if probes else None,
                 "all_median_us": round(every[len(every) // 2], 3) if every else None, "all_runs": len(every)}
@@ -438,7 +447,7 @@ def time_loop(steps: dict[str, Step], sets: list, device: str, gate: HostGate | 
     gc.disable()
     try:
         for n in range(max_batches):
-            if n >= batches and all(gate.quiet_count(name) >= batches for name in steps):
+            if n >= batches and all(gate.enough(name, batches) for name in steps):
                 break
             for name, step in steps.items():
                 sync(device)
@@ -501,7 +510,7 @@ def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: d
     gc.disable()
     try:
         while True:
-            quiet = [gate.quiet_count(name) for name in steps]
+            quiet = [gate.quiet_count(name) if gate.enough(name, reps) else 0 for name in steps]
             total = [gate.count(name) for name in steps]
             now = time.perf_counter()
             if min(quiet) >= reps and (now >= deadline or min(quiet) >= 10 * reps):
