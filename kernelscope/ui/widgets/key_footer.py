@@ -5,6 +5,10 @@ signal (a focus change, a screen push), each time one refresh later. That costs 
 re-layout and repaint before a screen settles, and again on every focus move between panes, even
 when the keys shown stay the same (they mostly do: panes share their shown bindings). A screen
 whose initial focus changes the keys mounts its KeyFooter after setting that focus.
+
+Textual internals used here (checked against Textual 8.2.8): ``Footer._bindings_ready``,
+``textual.widgets._footer.FooterKey`` and its ``compact`` reactive binding. Where any of them is
+missing, ``KeyFooter`` is Textual's own Footer, unchanged (same keys, a little more repainting).
 """
 
 from __future__ import annotations
@@ -12,14 +16,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+
+try:
+    from textual.widgets._footer import FooterKey
+except ImportError:  # a Textual whose footer is laid out differently
+    FooterKey = None
 
 if TYPE_CHECKING:
     from textual.app import ComposeResult
     from textual.screen import Screen
 
 
-class KeyFooter(Footer):
+class _KeyFooter(Footer):
     """A Footer that shows its keys from the first compose and skips rebuilds that change nothing."""
 
     def __init__(self, **kwargs) -> None:
@@ -54,3 +62,7 @@ class KeyFooter(Footer):
             return  # unchanged, or a rebuild for these keys is already on its way
         self._shown = keys
         self.call_after_refresh(self.recompose)  # as Footer does: the keypress's own frame first
+
+
+_INTERNALS = FooterKey is not None and hasattr(Footer, "_bindings_ready") and hasattr(FooterKey, "compact")
+KeyFooter = _KeyFooter if _INTERNALS else Footer
