@@ -26,25 +26,7 @@ T0 = time.time()
 REPEAT = ("add_relu", "softmax", "linear_relu")
 BENCH_FLAGS = ("--reps", "100", "--budget", "0.5", "--profile-calls", "10")
 
-INDEPENDENT = r"""
-import json, sys, torch
-sys.path.insert(0, sys.argv[1])
-from add_relu import add_relu, add_relu_inputs
-from torch.profiler import profile, ProfilerActivity
-a, b = add_relu_inputs("cuda")
-f = torch.compile(add_relu)
-for _ in range(20): f(a, b)
-torch.cuda.synchronize()
-with profile(activities=[ProfilerActivity.CUDA]) as p:
-    for _ in range(50):
-        f(a, b)
-        torch.cuda.synchronize()
-times = {}
-for e in p.events():
-    if e.device_type == torch.autograd.DeviceType.CUDA:
-        times.setdefault(e.name, []).append(e.time_range.elapsed_us())
-print(json.dumps({k: sorted(v)[len(v) // 2] for k, v in times.items()}))
-"""
+INDEPENDENT = REPO / "benchmarks" / "independent_profile.py"
 
 
 def left() -> float:
@@ -75,14 +57,7 @@ def tables_of(record: dict) -> str:
     sys.path.insert(0, str(REPO))
     from kernelscope.bench import tables
 
-    out = []
-    if "run" in record:
-        out += tables.run_lines(record["run"])
-    if "sweep" in record:
-        out += tables.sweep_lines(record["sweep"])
-    for k in (record.get("kernels") or {}).values():
-        out += tables.kernel_lines(k)
-    return "\n".join(out)
+    return tables.bench_text(record).lstrip("\n")
 
 
 def main(argv: list[str]) -> int:
@@ -165,7 +140,7 @@ def main(argv: list[str]) -> int:
     if "add_relu" in bundles and left() > 20:
         section("independent torch.profiler run of compiled add_relu vs the bench's per-kernel time (within 5%)")
         try:
-            proc = subprocess.run([sys.executable, "-c", INDEPENDENT, str(REPO / "samples")], capture_output=True,
+            proc = subprocess.run([sys.executable, str(INDEPENDENT)], capture_output=True,
                                   text=True, timeout=min(90, left()))
             independent = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
             if proc.returncode != 0:

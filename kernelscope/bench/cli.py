@@ -157,14 +157,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.record, indent=1))
         return 0
-    rec = result.record
-    lines: list[str] = []
-    if "run" in rec:
-        lines += tables.run_lines(rec["run"])
-    if "sweep" in rec:
-        lines += tables.sweep_lines(rec["sweep"])
-    for k in (rec.get("kernels") or {}).values():
-        lines += tables.kernel_lines(k)
-    print("\n".join(lines))
+    print(tables.bench_text(result.record).lstrip("\n"))
     print(f"\nstored in {bundle_path}/bundle.json (bench, {result.seconds:.1f} s)", file=sys.stderr)
     return 0
