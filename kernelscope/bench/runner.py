@@ -11,10 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +22,7 @@ from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.runner import kill_group, read_events, spawn_child
+from kernelscope.capture.runner import ChildJob
 from kernelscope.target import TargetError, parse_calls, spec_dicts
 
 RECORD_VERSION = 1
@@ -131,24 +128,14 @@ def matmul_dtypes(bundle: Bundle) -> list[str]:
     return dtypes
 
 
-class Bench:
+class Bench(ChildJob):
     """One bench of a bundle in a child process. ``run()`` blocks; ``cancel()`` works from any thread."""
 
     def __init__(self, bundle_path: str | os.PathLike, settings: BenchSettings | None = None, *,
                  python: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None):
         self.bundle_path = Path(bundle_path)
         self.settings = settings or BenchSettings()
-        self.python = python or sys.executable
-        self.on_event = on_event
-        self.events: list[dict[str, Any]] = []
-        self._proc: subprocess.Popen | None = None
-        self._cancelled = threading.Event()
-
-    def cancel(self) -> None:
-        self._cancelled.set()
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            kill_group(proc)
+        super().__init__(python, on_event)
 
     def request(self, bundle: Bundle, work: Path, event_fd: int) -> dict[str, Any]:
         s = self.settings
@@ -174,51 +161,27 @@ class Bench:
         t0 = time.time()
         bundle = read_bundle(self.bundle_path)
         work = Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
-        read_fd, write_fd = os.pipe()
         try:
-            request = self.request(bundle, work, write_fd)
-            request_path = work / "request.json"
-            request_path.write_text(json.dumps(request), encoding="utf-8")
-            self._proc = spawn_child(self.python, "kernelscope.bench.child", request_path, write_fd)
-            os.close(write_fd)
-            write_fd = -1
-            if self._cancelled.is_set():
-                kill_group(self._proc)
-            reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
-            reader.start()
-            try:
-                rc = self._proc.wait(timeout=self.settings.timeout)
-            except subprocess.TimeoutExpired:
-                kill_group(self._proc)
-                self._proc.wait()
+            child = self._run_child("kernelscope.bench.child", work, lambda fd: self.request(bundle, work, fd),
+                                    self.settings.timeout)
+            request = child.request
+            if child.timed_out:
                 return BenchResult("failed", f"bench timed out after {self.settings.timeout:g} s (the child was "
                                    "stopped); nothing was stored", events=self.events, seconds=time.time() - t0)
-            stderr = (self._proc.stderr.read() or b"").decode("utf-8", "replace") if self._proc.stderr else ""
-            reader.join(timeout=5)
-            if self._cancelled.is_set():
+            if self.cancelled:
                 return BenchResult("cancelled", "bench cancelled; nothing was stored", events=self.events,
                                    seconds=time.time() - t0)
             result_path = work / "result.json"
             raw = json.loads(result_path.read_text(encoding="utf-8")) if result_path.is_file() else None
             if raw is None or "error" in (raw or {}):
-                message = raw["error"] if raw else _crash_message(rc, stderr)
+                message = raw["error"] if raw else _crash_message(child.rc, child.stderr)
                 return BenchResult("failed" if raw else "crashed", message, events=self.events,
                                    seconds=time.time() - t0)
             record = build_record(bundle, request, raw)
             store(self.bundle_path, record)
             return BenchResult("ok", "", record, self.events, time.time() - t0)
         finally:
-            if write_fd >= 0:
-                os.close(write_fd)
-            try:
-                os.close(read_fd)
-            except OSError:
-                pass
-            self._proc = None
             shutil.rmtree(work, ignore_errors=True)
-
-    def _read_events(self, fd: int) -> None:
-        read_events(fd, self.events, self.on_event)
 
 
 def _crash_message(rc: int, stderr: str) -> str:

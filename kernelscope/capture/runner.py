@@ -66,31 +66,87 @@ class CaptureError(Exception):
         self.kind = kind
 
 
-class Capture:
-    """One capture in a child process. ``run()`` blocks; ``cancel()`` may be called from any thread."""
+@dataclass
+class ChildOutcome:
+    request: dict[str, Any]
+    rc: int
+    stderr: str
+    timed_out: bool
 
-    def __init__(self, target: Target, out: str | os.PathLike, *, args: list[TensorSpec | ScalarSpec] | None = None,
-                 args_text: str = "", options: CaptureOptions | None = None, replace: bool = False,
-                 python: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None,
-                 work_root: str | os.PathLike | None = None):
-        self.target = target
-        self.out = Path(out)
-        self.args = args
-        self.args_text = args_text
-        self.options = options or CaptureOptions()
-        self.replace = replace
+
+class ChildJob:
+    """A kernelscope child process run to its end: the request as a JSON file, progress events
+    streamed over a pipe into ``events`` (and ``on_event``), a timeout, and ``cancel()`` from any
+    thread, which kills the child's whole process group."""
+
+    def __init__(self, python: str | None, on_event: Callable[[dict[str, Any]], None] | None):
         self.python = python or sys.executable
         self.on_event = on_event
-        self.work_root = work_root
+        self.events: list[dict[str, Any]] = []
         self._proc: subprocess.Popen | None = None
         self._cancelled = threading.Event()
-        self.events: list[dict[str, Any]] = []
 
     def cancel(self) -> None:
         self._cancelled.set()
         proc = self._proc
         if proc is not None and proc.poll() is None:
             kill_group(proc)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def _run_child(self, module: str, work: Path, make_request: Callable[[int], dict[str, Any]],
+                   timeout: float | None) -> ChildOutcome:
+        """Write ``make_request(event_fd)`` to WORK/request.json, run ``python -m MODULE`` on it and
+        wait; on timeout the child's group is killed."""
+        read_fd, write_fd = os.pipe()
+        try:
+            request = make_request(write_fd)
+            request_path = work / "request.json"
+            request_path.write_text(json.dumps(request), encoding="utf-8")
+            self._proc = spawn_child(self.python, module, request_path, write_fd)
+            os.close(write_fd)
+            write_fd = -1
+            if self._cancelled.is_set():
+                kill_group(self._proc)
+            reader = threading.Thread(target=read_events, args=(read_fd, self.events, self.on_event), daemon=True)
+            reader.start()
+            timed_out = False
+            try:
+                rc = self._proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                kill_group(self._proc)
+                rc = self._proc.wait()
+            stderr = (self._proc.stderr.read() or b"").decode("utf-8", "replace") if self._proc.stderr else ""
+            reader.join(timeout=5)
+            return ChildOutcome(request, rc, stderr, timed_out)
+        finally:
+            if write_fd >= 0:
+                os.close(write_fd)
+            try:
+                os.close(read_fd)
+            except OSError:
+                pass
+            self._proc = None
+
+
+class Capture(ChildJob):
+    """One capture in a child process. ``run()`` blocks; ``cancel()`` may be called from any thread."""
+
+    def __init__(self, target: Target, out: str | os.PathLike, *, args: list[TensorSpec | ScalarSpec] | None = None,
+                 args_text: str = "", options: CaptureOptions | None = None, replace: bool = False,
+                 python: str | None = None, on_event: Callable[[dict[str, Any]], None] | None = None,
+                 work_root: str | os.PathLike | None = None):
+        super().__init__(python, on_event)
+        self.target = target
+        self.out = Path(out)
+        self.args = args
+        self.args_text = args_text
+        self.options = options or CaptureOptions()
+        self.replace = replace
+        self.work_root = work_root
 
     def _request(self, work: Path, staging: Path, event_fd: int) -> dict[str, Any]:
         opts = self.options
@@ -116,29 +172,13 @@ class Capture:
         t0 = time.time()
         staging = make_staging_dir(self.out)
         work = Path(tempfile.mkdtemp(prefix="kernelscope-work-", dir=self.work_root))
-        read_fd, write_fd = os.pipe()
-        request_path = work / "request.json"
-        request_path.write_text(json.dumps(self._request(work, staging, write_fd)), encoding="utf-8")
         committed = False
         try:
-            self._proc = spawn_child(self.python, "kernelscope.capture.child", request_path, write_fd)
-            os.close(write_fd)
-            write_fd = -1
-            if self._cancelled.is_set():
-                kill_group(self._proc)
-            reader = threading.Thread(target=self._read_events, args=(read_fd,), daemon=True)
-            reader.start()
-            timed_out = False
-            try:
-                rc = self._proc.wait(timeout=self.options.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                kill_group(self._proc)
-                rc = self._proc.wait()
-            stderr_tail = (self._proc.stderr.read() or b"").decode("utf-8", "replace") if self._proc.stderr else ""
-            reader.join(timeout=5)
+            child = self._run_child("kernelscope.capture.child", work,
+                                    lambda fd: self._request(work, staging, fd), self.options.timeout)
+            rc, stderr_tail, timed_out = child.rc, child.stderr, child.timed_out
             seconds = time.time() - t0
-            if self._cancelled.is_set():
+            if self.cancelled:
                 return CaptureResult("cancelled", None, "capture cancelled", "cancelled", self.events, seconds)
             if timed_out:
                 bundle = self._partial_bundle(work, staging, f"compile timed out after {self.options.timeout:g} s "
@@ -159,19 +199,9 @@ class Capture:
                 return CaptureResult("failed", None, message, kind, self.events, seconds)
             return CaptureResult("crashed", None, message, "crash", self.events, seconds)
         finally:
-            if write_fd >= 0:
-                os.close(write_fd)
-            try:
-                os.close(read_fd)
-            except OSError:
-                pass
             if not committed:
                 shutil.rmtree(staging, ignore_errors=True)
             shutil.rmtree(work, ignore_errors=True)
-            self._proc = None
-
-    def _read_events(self, fd: int) -> None:
-        read_events(fd, self.events, self.on_event)
 
     def _crash_message(self, rc: int, stderr_tail: str) -> str:
         for event in reversed(self.events):
