@@ -6,6 +6,7 @@ line (and the diff falls back to the text diff of ``kernelscope diff``).
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -13,6 +14,7 @@ from textual.widgets import Footer, Static
 
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.search_bar import SearchBar
 
 
 class ToolScreen(Screen):
@@ -23,7 +25,12 @@ class ToolScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(self.title_text, id="summary", markup=False)
         yield from self.body()
+        yield SearchBar(id="search")
         yield Footer()
+
+    @on(CodeView.SearchRequested)
+    def _search(self, event: CodeView.SearchRequested) -> None:
+        self.query_one(SearchBar).open_for(event.view)
 
     def body(self) -> ComposeResult:
         yield from ()

@@ -90,6 +90,18 @@ class CodeView(ScrollView, can_focus=True):
         def control(self) -> CodeView:
             return self.view
 
+    class CursorMoved(Message):
+        """The cursor moved to another line (0-based ``index``)."""
+
+        def __init__(self, view: CodeView, index: int) -> None:
+            super().__init__()
+            self.view = view
+            self.index = index
+
+        @property
+        def control(self) -> CodeView:
+            return self.view
+
     class SearchRequested(Message):
         def __init__(self, view: CodeView) -> None:
             super().__init__()
@@ -193,12 +205,14 @@ class CodeView(ScrollView, can_focus=True):
         n = len(self.doc)
         if not n:
             return
+        before = self.cursor
+        self.cursor = max(0, min(index, n - 1))
+        if self.cursor != before:
+            self.post_message(self.CursorMoved(self, self.cursor))
         if not self.scrollable_content_region.height:
             # Not laid out (or hidden): scrolling now would clamp to 0; on_resize scrolls there later.
-            self.cursor = max(0, min(index, n - 1))
             self._pending_center = True
             return
-        self.cursor = max(0, min(index, n - 1))
         height = max(1, self.scrollable_content_region.height or self.size.height or 1)
         top = int(self.scroll_offset.y)
         if center:

@@ -12,17 +12,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from rich.segment import Segment
-from rich.style import Style
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
@@ -31,179 +26,72 @@ from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.pipeline.linemap import lines_for_source_line, source_lines_for
 from kernelscope.pipeline.stages import STAGE_NAMES, STAGES, StageText
 from kernelscope.ui.lexers import lexer_for_stage
-
-# Token type -> style; the closest parent type wins (Token.Keyword.Type falls back to Token.Keyword).
-_TOKEN_STYLES = {
-    "Token.Comment": Style(color="grey50", italic=True),
-    "Token.Comment.Special": Style(color="grey39"),
-    "Token.Comment.Preproc": Style(color="dark_khaki"),
-    "Token.Keyword": Style(color="magenta", bold=True),
-    "Token.Keyword.Type": Style(color="cyan"),
-    "Token.Keyword.Pseudo": Style(color="grey62"),
-    "Token.Name.Variable": Style(color="bright_blue"),
-    "Token.Name.Function": Style(color="yellow"),
-    "Token.Name.Attribute": Style(color="green"),
-    "Token.Name.Constant": Style(color="dark_orange"),
-    "Token.Name.Builtin": Style(color="cyan"),
-    "Token.Name.Label": Style(color="yellow"),
-    "Token.Name.Class": Style(color="yellow"),
-    "Token.Literal.String": Style(color="green"),
-    "Token.Literal.Number": Style(color="dark_orange"),
-    "Token.Operator.Word": Style(color="magenta"),
-    "Token.Generic.Inserted": Style(color="green"),
-    "Token.Generic.Deleted": Style(color="red"),
-    "Token.Generic.Subheading": Style(color="cyan"),
-}
-_CURSOR = Style(bgcolor="grey30")
-_MARKED = Style(bgcolor="dark_blue")
-_GUTTER = Style(color="grey46")
+from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.code_view import CodeView
 
 
-def _style_for(token_type) -> Style | None:
-    name = str(token_type)
-    while name:
-        if name in _TOKEN_STYLES:
-            return _TOKEN_STYLES[name]
-        name = name.rpartition(".")[0]
-    return None
+def _lexer_factory(lexer: str):
+    if lexer == "text":
+        return None
+    if lexer == "diff":
+        from pygments.lexers import DiffLexer
+
+        return DiffLexer
+    return lambda: lexer_for_stage(lexer)
 
 
-class CodePane(ScrollView, can_focus=True):
-    """A read-only, virtualised, highlighted text with a cursor line and a set of marked lines."""
+class CodePane(CodeView, inherit_bindings=False):
+    """A stage's text in a CodeView (lazy highlighting, marks with a gutter glyph, search, copy), with
+    1-based line numbers as the line maps use them. ``h``/``l`` stay the pipeline's keys."""
 
-    BINDINGS = [
-        Binding("up,k", "cursor(-1)", "up", show=False),
-        Binding("down,j", "cursor(1)", "down", show=False),
-        Binding("pageup", "cursor_page(-1)", "page up", show=False),
-        Binding("pagedown", "cursor_page(1)", "page down", show=False),
-        Binding("home,g", "cursor_to(1)", "top", show=False),
-        Binding("end,G", "cursor_to(-1)", "bottom", show=False),
+    BINDINGS = [b for b in CodeView.BINDINGS if b.action not in ("pan(-8)", "pan(8)")] + [
+        Binding("left", "pan(-8)", "Left", show=False),
+        Binding("right", "pan(8)", "Right", show=False),
+        Binding("g", "edge(0)", "Top", show=False),
     ]
     DEFAULT_CSS = """
     CodePane { height: 1fr; width: 1fr; border: round $panel; }
     CodePane:focus { border: round $accent; }
     """
 
-    @dataclass
-    class CursorMoved(Message):
-        pane: CodePane
-        line: int  # 1-based
+    lexer_name = "text"
 
-    cursor_line: reactive[int] = reactive(1)
-
-    def __init__(self, *, id: str | None = None):
-        super().__init__(id=id)
-        self.lines: list[str] = []
-        self.lexer_name = "text"
-        self.marked: frozenset[int] = frozenset()
-        self._strips: dict[int, list[Segment]] = {}
-        self._lexer = None
-        self._gutter = 4
-
-    def set_text(self, text: str, lexer: str, title: str = "", cursor: int = 1) -> None:
+    def set_text(self, text: str, lexer: str = "text", title: str = "", cursor: int = 1) -> None:
         """Show ``text`` highlighted with the lexer of stage ``lexer`` ("diff" and "text" work too)."""
-        # Tabs (PTX, SASS) would break cell-width arithmetic; line numbers stay the same.
-        self.lines = [ln.expandtabs(8) if "\t" in ln else ln for ln in text.splitlines()] or [""]
-        self.lexer_name = lexer
-        self._lexer = None
-        self._strips.clear()
-        self.marked = frozenset()
-        self._gutter = len(str(len(self.lines))) + 1
-        width = max((len(ln) for ln in self.lines[:20000]), default=0) + self._gutter + 1
-        self.virtual_size = Size(width, len(self.lines))
         self.border_title = title
-        self.set_reactive(CodePane.cursor_line, max(1, min(cursor, len(self.lines))))
-        self.scroll_to(0, max(0, self.cursor_line - 3), animate=False)
-        self.refresh()
+        self.lexer_name = lexer
+        self.set_document(TextDoc(text, _lexer_factory(lexer)), cursor=cursor - 1)
+        if cursor > 1:
+            self.move_cursor(cursor - 1, center=True)
 
     def set_marked(self, lines: set[int] | frozenset[int], scroll: bool = True) -> None:
-        self.marked = frozenset(lines)
-        if scroll and self.marked:
-            first = min(self.marked)
-            top = self.scroll_offset.y
-            if not top <= first - 1 < top + self.scrollable_content_region.height:
-                self.scroll_to(y=max(0, first - 3), animate=False)
-        self.refresh()
+        """Mark 1-based lines; with ``scroll`` the first comes into view (the cursor stays)."""
+        self.set_marks((n - 1 for n in lines), jump=False)
+        if scroll and self.marks:
+            first = min(self.marks)
+            top = int(self.scroll_offset.y)
+            if not top <= first < top + self.scrollable_content_region.height:
+                self.scroll_to(y=max(0, first - 2), animate=False, immediate=True)
+
+    @property
+    def lines(self) -> list[str]:
+        return self.doc.lines
+
+    @property
+    def marked(self) -> frozenset[int]:
+        return frozenset(i + 1 for i in self.marks)
+
+    @property
+    def cursor_line(self) -> int:
+        return self.cursor + 1
+
+    @cursor_line.setter
+    def cursor_line(self, line: int) -> None:
+        self.move_cursor(line - 1)
 
     @property
     def current_text(self) -> str:
-        return self.lines[self.cursor_line - 1] if self.lines else ""
-
-    # --- drawing ---------------------------------------------------------------------------------
-
-    def _segments(self, index: int) -> list[Segment]:
-        cached = self._strips.get(index)
-        if cached is not None:
-            return cached
-        line = self.lines[index]
-        if self.lexer_name == "diff":
-            style = (
-                _TOKEN_STYLES["Token.Generic.Inserted"]
-                if line.startswith("+")
-                else (
-                    _TOKEN_STYLES["Token.Generic.Deleted"]
-                    if line.startswith("-")
-                    else (_TOKEN_STYLES["Token.Generic.Subheading"] if line.startswith("@@") else None)
-                )
-            )
-            segs = [Segment(line, style)]
-        elif self.lexer_name == "text" or len(line) > 2000:
-            segs = [Segment(line)]
-        else:
-            if self._lexer is None:
-                self._lexer = lexer_for_stage(self.lexer_name)
-            segs = [Segment(v.rstrip("\n"), _style_for(t)) for t, v in self._lexer.get_tokens(line) if v != "\n"]
-        self._strips[index] = segs
-        return segs
-
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self.scrollable_content_region.width
-        if index >= len(self.lines):
-            return Strip.blank(width, self.rich_style)
-        number = index + 1
-        gutter = Segment(f"{number:>{self._gutter - 1}} ", _GUTTER)
-        strip = Strip([gutter, *self._segments(index)]).crop_extend(scroll_x, scroll_x + width, self.rich_style)
-        if number == self.cursor_line and self.has_focus:
-            strip = strip.apply_style(_CURSOR)
-        elif number in self.marked:
-            strip = strip.apply_style(_MARKED)
-        elif number == self.cursor_line:
-            strip = strip.apply_style(Style(bgcolor="grey19"))
-        return strip
-
-    # --- cursor ----------------------------------------------------------------------------------
-
-    def watch_cursor_line(self, old: int, new: int) -> None:
-        height = self.scrollable_content_region.height or 1
-        top = self.scroll_offset.y
-        if new - 1 < top:
-            self.scroll_to(y=new - 1, animate=False)
-        elif new - 1 >= top + height:
-            self.scroll_to(y=new - height, animate=False)
-        self.refresh()
-        self.post_message(self.CursorMoved(self, new))
-
-    def action_cursor(self, delta: int) -> None:
-        self.cursor_line = max(1, min(len(self.lines), self.cursor_line + delta))
-
-    def action_cursor_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(1, self.scrollable_content_region.height - 1))
-
-    def action_cursor_to(self, line: int) -> None:
-        self.cursor_line = len(self.lines) if line < 0 else max(1, min(line, len(self.lines)))
-
-    def on_click(self, event) -> None:
-        offset = event.get_content_offset(self)
-        if offset is not None:
-            self.cursor_line = max(1, min(len(self.lines), self.scroll_offset.y + offset.y + 1))
-
-    def on_focus(self) -> None:
-        self.refresh()
-
-    def on_blur(self) -> None:
-        self.refresh()
+        return self.doc.lines[self.cursor] if len(self.doc) else ""
 
 
 class PipelineView(Widget, can_focus=False):
@@ -483,14 +371,15 @@ class PipelineView(Widget, can_focus=False):
         keys = "[ ] stage  s side-by-side  d diff  p passes"
         self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}   {keys}")
 
-    @on(CodePane.CursorMoved)
-    def _cursor_moved(self, message: CodePane.CursorMoved) -> None:
+    @on(CodeView.CursorMoved)
+    def _cursor_moved(self, message: CodeView.CursorMoved) -> None:
         message.stop()
+        pane = message.view
         if self.mode == "passes":
-            if message.pane is self.left:
-                self._show_pass_detail(message.line)
+            if pane is self.left:
+                self._show_pass_detail(message.index + 1)
             return
-        self._update_mapping(message.pane)
+        self._update_mapping(pane)
 
     # --- actions ---------------------------------------------------------------------------------
 
