@@ -401,9 +401,11 @@ class HostGate:
     def _full_speed(self, probe_us: float, ref: float | None) -> bool:
         return ref is not None and probe_us <= ref * HOST_SLACK
 
-    def quiet_count(self, name: str) -> int:
+    def quiet(self, name: str) -> tuple[int, int]:
+        """(samples, blocks) of ``name`` timed with the host at full speed."""
         ref = self.reference_us()
-        return sum(len(xs) for p, xs in self.blocks.get(name, []) if self._full_speed(p, ref))
+        sizes = [len(xs) for p, xs in self.blocks.get(name, []) if self._full_speed(p, ref)]
+        return sum(sizes), len(sizes)
 
     def count(self, name: str) -> int:
         return sum(len(xs) for _, xs in self.blocks.get(name, []))
@@ -411,9 +413,8 @@ class HostGate:
     def enough(self, name: str, minimum: int) -> bool:
         """``minimum`` samples from full-speed blocks, spread over several blocks (a few fast probes in
         a slow stretch are not a fast host)."""
-        ref = self.reference_us()
-        quiet = [len(xs) for p, xs in self.blocks.get(name, []) if self._full_speed(p, ref)]
-        return sum(quiet) >= minimum and len(quiet) >= min(MIN_BLOCKS, minimum)
+        samples, blocks = self.quiet(name)
+        return samples >= minimum and blocks >= min(MIN_BLOCKS, minimum)
 
     def samples(self, name: str, minimum: int) -> list[float]:
         """Full-speed samples when there are enough of them, else every sample."""
@@ -428,7 +429,7 @@ class HostGate:
         ref = self.reference_us()
         probes = sorted(p for p, _ in blocks)
         every = sorted(x for _, xs in blocks for x in xs)
-        return {"blocks": len(blocks), "full_speed_blocks": sum(1 for p, _ in blocks if self._full_speed(p, ref)),
+        return {"blocks": len(blocks), "full_speed_blocks": self.quiet(name)[1],
                 "gated": self.enough(name, minimum), "slack": HOST_SLACK,
                 "probe_reference_us": round(ref, 1) if ref else None,
                 "probe_median_us": round(probes[len(probes) // 2], 1) if probes else None,
@@ -510,7 +511,7 @@ def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: d
     gc.disable()
     try:
         while True:
-            quiet = [gate.quiet_count(name) if gate.enough(name, reps) else 0 for name in steps]
+            quiet = [gate.quiet(name)[0] if gate.enough(name, reps) else 0 for name in steps]
             total = [gate.count(name) for name in steps]
             now = time.perf_counter()
             if min(quiet) >= reps and (now >= deadline or min(quiet) >= 10 * reps):
