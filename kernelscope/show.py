@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from kernelscope.bundle.io import BundleError, read_bundle, read_text
-from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, Kernel, to_dict
+from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, to_dict
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
 KERNEL_ARTIFACTS = ("source", "ttir", "ttgir", "llir", "ptx")
@@ -36,10 +36,6 @@ def fmt_bytes(n: int | None) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} B"
-
-
-def user_line_text(k: Kernel) -> str:
-    return ", ".join(f"{u.file.rsplit('/', 1)[-1]}:{u.line}" for u in k.user_lines)
 
 
 def summary_dict(b: Bundle) -> dict[str, Any]:

@@ -37,10 +37,6 @@ class LineMap:
     def lines_for_source_line(self, src_line: int) -> set[int]:
         return {sl for sl, fs in self.frames.items() if any(self._in_kernel(f) and f[1] == src_line for f in fs)}
 
-    @property
-    def has_line_info(self) -> bool:
-        return bool(self.frames)
-
 
 # ---------------------------------------------------------------------------------------------- MLIR
 

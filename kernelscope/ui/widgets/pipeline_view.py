@@ -89,10 +89,6 @@ class CodePane(CodeView, inherit_bindings=False):
     def cursor_line(self, line: int) -> None:
         self.move_cursor(line - 1)
 
-    @property
-    def current_text(self) -> str:
-        return self.doc.lines[self.cursor] if len(self.doc) else ""
-
 
 class PipelineView(Widget, can_focus=False):
     """Stage stepper and pass walker for one Triton kernel of a bundle."""
