@@ -335,19 +335,21 @@ def _store_passes(bundle: Bundle, staging: Path, events: Events) -> None:
     child (keeps the pass dumps of parallel compile workers from interleaving in one stderr)."""
     from kernelscope.pipeline.passes import recompute_passes
 
-    bundle.root = str(staging)
-    variants = [(k, v) for k in bundle.kernels for v in k.triton]
-    for i, (k, v) in enumerate(variants, start=1):
-        events.emit("passes", f"dumping passes of {k.name} ({i}/{len(variants)})")
-        rel = str(Path(v.files.get("ttir", f"triton/{k.graph}/{k.name}/{v.cache_key}/x")).parent / "passes")
-        try:
-            recompute_passes(bundle, k, out_dir=staging / rel, variant=v)
-        except Exception as exc:  # a kernel whose passes cannot be dumped keeps its stages
-            bundle.notes.append(f"passes of {k.name} ({v.cache_key[:8]}) not dumped: {exc.__class__.__name__}: {exc}")
-            continue
-        shutil.rmtree(staging / rel / "compile", ignore_errors=True)  # stage files the bundle already has
-        v.files["passes"] = rel
-    bundle.root = ""
+    previous, bundle.root = bundle.root, str(staging)  # recompute_passes reads the staged files
+    try:
+        variants = [(k, v) for k in bundle.kernels for v in k.triton]
+        for i, (k, v) in enumerate(variants, start=1):
+            events.emit("passes", f"dumping passes of {k.name} ({i}/{len(variants)})")
+            rel = str(Path(v.files.get("ttir", f"triton/{k.graph}/{k.name}/{v.cache_key}/x")).parent / "passes")
+            try:
+                recompute_passes(bundle, k, out_dir=staging / rel, variant=v)
+            except Exception as exc:  # a kernel whose passes cannot be dumped keeps its stages
+                bundle.notes.append(f"passes of {k.name} ({v.cache_key[:8]}) not dumped: {exc.__class__.__name__}: {exc}")
+                continue
+            shutil.rmtree(staging / rel / "compile", ignore_errors=True)  # stage files the bundle already has
+            v.files["passes"] = rel
+    finally:
+        bundle.root = previous
 
 
 def _flush_trace_handlers() -> None:
