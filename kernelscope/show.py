@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
 from kernelscope.bundle.io import BundleError, read_bundle, read_text
 from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, to_dict
+from kernelscope.units import fmt_bytes, plural
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
 KERNEL_ARTIFACTS = ("source", "ttir", "ttgir", "llir", "ptx")
@@ -29,15 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
 
 
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
 def summary_dict(b: Bundle) -> dict[str, Any]:
     """What `show --json` prints: the manifest plus per-kernel derived counts."""
     data = to_dict(b)
@@ -48,14 +41,43 @@ def summary_dict(b: Bundle) -> dict[str, Any]:
     return data
 
 
+_CONFIG_ITEM = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,\s]+)")
+_CONFIG_SHORT = {"num_warps": "warps", "num_stages": "stages"}
+
+
+def compact_configs(configs: list[str]) -> list[str]:
+    """Autotune configs as what matters: block sizes, warps and stages first, then any other key that
+    varies between the configs; other keys equal in every config (ACC_TYPE, EVEN_K ...) are dropped.
+    ``BLOCK_K=32 BLOCK_M=32 BLOCK_N=64 warps=4 stages=3``."""
+    parsed = [dict(_CONFIG_ITEM.findall(c)) for c in configs]
+    with_keys = [d for d in parsed if d]
+    keys = {k for d in with_keys for k in d}
+    varying = {k for k in keys if "BLOCK" in k or k in _CONFIG_SHORT or len({d.get(k) for d in with_keys}) > 1}
+
+    def rank(k: str) -> tuple[int, str]:
+        return (0 if "BLOCK" in k else 1 if k == "num_warps" else 2 if k == "num_stages" else 3, k)
+
+    out = []
+    for d, raw in zip(parsed, configs):
+        if not d:
+            out.append(raw)
+            continue
+        out.append(" ".join(f"{_CONFIG_SHORT.get(k, k)}={d[k]}" for k in sorted(varying & d.keys(), key=rank)))
+    return out
+
+
 def autotune_lines(b: Bundle, limit: int = 5, prefix: str = "") -> list[str]:
-    """Each AUTOTUNE table: the op, then its fastest ``limit`` choices with time, % of best, config."""
+    """Each AUTOTUNE table: the op, then its fastest ``limit`` choices with time, % of best, and the
+    config keys that differ between choices."""
     out = []
     for a in b.autotune:
-        out.append(f"{prefix}{a.op}: {len(a.choices)} choices")
-        for c in a.choices[:limit]:
+        shown = a.choices[:limit]
+        top = f", the fastest {len(shown)}" if len(shown) < len(a.choices) else ""
+        out.append(f"{prefix}{a.op}: {plural(len(a.choices), 'choice')}{top}")
+        width = max((len(c.name) for c in shown), default=0)
+        for c, config in zip(shown, compact_configs([c.config for c in a.choices])):
             ms = f"{c.time_ms:.4f} ms" if c.time_ms is not None else "failed"
-            out.append(f"  {c.name:<24} {ms:>12} {c.percent or 0:6.1f}%  {c.config}")
+            out.append(f"  {c.name:<{width}} {ms:>10} {c.percent or 0:6.1f}%  {config}".rstrip())
     return out
 
 
@@ -82,7 +104,7 @@ def summary_text(b: Bundle) -> str:
     out.append(f"graphs ({len(b.graphs)}):")
     for g in b.graphs:
         where = f"  {g.code_name} at {g.code_file.rsplit('/', 1)[-1]}:{g.code_line}" if g.code_name else ""
-        out.append(f"  {g.id:<22} {g.kind:<10} {len(g.kernel_ids)} kernel(s){where}")
+        out.append(f"  {g.id:<22} {g.kind:<10} {plural(len(g.kernel_ids), 'kernel')}{where}")
     out.append("")
     out.append(f"kernels in launch order ({len(b.kernels)}):")
     for g in b.graphs:

@@ -91,7 +91,7 @@ def test_open_a_multi_rank_trace_opens_one_rank_and_names_the_others(cpu_trace, 
     assert [rank_of(p) for p in sorted(ranks.glob("*.log"))] == [0, 1]
     assert main(["open", str(ranks), "--no-ui"]) == 0
     captured = capsys.readouterr()
-    assert "(rank 0 of 2): 2 compile id(s), 2 graph(s), 2 kernel(s)" in captured.err
+    assert "(rank 0 of 2): 2 compile ids, 2 graphs, 2 kernels" in captured.err
     [out] = list(user_cache.iterdir())
     opened = read_bundle(out)
     assert opened.environment["ranks"] == [0]

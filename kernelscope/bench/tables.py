@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.bench.analysis import bar, fmt_bytes, fmt_us
+from kernelscope.bench.analysis import bar, fmt_us
+from kernelscope.units import fmt_bytes
 
 
 def _short(name: str, width: int = 48) -> str:

@@ -18,7 +18,7 @@ from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.report.normalise import normalise_kernel_text, normalise_text
-from kernelscope.show import fmt_bytes
+from kernelscope.units import fmt_bytes
 
 DIFF_STAGES = ("ttir", "ttgir", "llir", "ptx")  # text stages worth a diff (cubin is binary)
 SAME, CHANGED, REPLACED, ADDED, REMOVED = "same", "changed", "replaced", "added", "removed"
