@@ -66,6 +66,32 @@ def compact_configs(configs: list[str]) -> list[str]:
     return out
 
 
+_SAME_ANYWAY = {"hash", "name", "extern_libs"}
+
+
+def variant_labels(variants: list) -> list[str]:
+    """One label per compiled variant of a Triton kernel that tells it apart from the others: its block
+    sizes (XBLOCK=256) when known, warps and stages, then any Triton metadata that differs, then, when
+    nothing else does, its cache key."""
+    labels = []
+    known = [k for v in variants for k in v.config if k not in _CONFIG_SHORT]
+    for v in variants:
+        blocks = " ".join(f"{k}={val}" for k, val in v.config.items() if k not in _CONFIG_SHORT) or \
+            " ".join(f"{k}=?" for k in dict.fromkeys(known))
+        md = v.metadata
+        labels.append(" ".join(x for x in (blocks, f"warps={md.get('num_warps')} stages={md.get('num_stages')}") if x))
+    if len(set(labels)) < len(labels):
+        keys = sorted({k for v in variants for k in v.metadata} - _SAME_ANYWAY)
+        differ = [k for k in keys if len({repr(v.metadata.get(k)) for v in variants}) > 1
+                  and k not in ("num_warps", "num_stages")]
+        for i, v in enumerate(variants):
+            extra = " ".join(f"{k}={v.metadata.get(k)}" for k in differ)
+            labels[i] += f" ({extra})" if extra else ""
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} [cache {v.cache_key[:8]}]" for label, v in zip(labels, variants)]
+    return labels
+
+
 def autotune_lines(b: Bundle, limit: int = 5, prefix: str = "") -> list[str]:
     """Each AUTOTUNE table: the op, then its fastest ``limit`` choices with time, % of best, and the
     config keys that differ between choices."""
@@ -123,9 +149,10 @@ def summary_text(b: Bundle) -> str:
             for u in k.user_lines:
                 out.append(f"        line {u.file.rsplit('/', 1)[-1]}:{u.line}: {u.code}")
             if k.lang == "triton":
-                stages = sorted({s for v in k.triton for s in v.files}, key=TRITON_STAGES.index)
-                cfgs = ", ".join(f"warps={v.metadata.get('num_warps')} stages={v.metadata.get('num_stages')}"
-                                 + (" (chosen)" if v.chosen else "") for v in k.triton)
+                stages = sorted({s for v in k.triton for s in v.files},
+                                key=lambda s: (TRITON_STAGES.index(s) if s in TRITON_STAGES else len(TRITON_STAGES), s))
+                cfgs = ", ".join(label + (" (chosen)" if v.chosen else "")
+                                 for v, label in zip(k.triton, variant_labels(k.triton)))
                 out.append(f"        triton: {cfgs or 'no compiled stages found'}"
                            + (f"; stages: {', '.join(stages)}" if stages else ""))
     if b.graph_breaks:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel
-from kernelscope.show import autotune_lines
+from kernelscope.show import autotune_lines, variant_labels
 from kernelscope.units import fmt_bytes, plural
 from kernelscope.ui.xref import base_name
 
@@ -94,10 +94,10 @@ def kernel_facts(k: Kernel) -> list[str]:
         out.append(f"aten ops    {', '.join(k.aten_ops)}")
     for u in k.user_lines:
         out.append(f"user line   {base_name(u.file)}:{u.line}  {u.code}")
-    for v in k.triton:
+    for v, label in zip(k.triton, variant_labels(k.triton)):
         md = v.metadata
         shared = md.get("shared")
-        facts = [f"warps={md.get('num_warps')}", f"stages={md.get('num_stages')}"]
+        facts = [label]
         if shared is not None:
             facts.append(f"shared={shared} B")
         if md.get("n_regs") is not None:
