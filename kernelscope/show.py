@@ -123,7 +123,9 @@ def summary_text(b: Bundle) -> str:
         versions = ", ".join(f"{k} {env[k]}" for k in ("torch", "triton", "python") if env.get(k))
         device = env.get("device_name") or ""
         cc = f" (sm_{env['compute_capability'].replace('.', '')})" if env.get("compute_capability") else ""
-        out.append(f"environment: {versions}; {device}{cc}")
+        env_text = "; ".join(x for x in (versions, f"{device}{cc}".strip()) if x)
+        if env_text:
+            out.append(f"environment: {env_text}")
     if b.timings:
         out.append("timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in b.timings.items()))
     out.append("")

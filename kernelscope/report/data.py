@@ -9,8 +9,7 @@ from typing import Any
 
 from kernelscope.bundle.model import TRITON_STAGES, Bundle, Kernel
 from kernelscope.report.bench import BenchFacts, read_bench
-from kernelscope.units import fmt_bytes
-from kernelscope.units import plural
+from kernelscope.units import fmt_bytes, plural
 
 REPORT_VERSION = 1
 

@@ -10,8 +10,7 @@ from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import Bundle
 from kernelscope.report.data import fmt_ms, summary_facts
 from kernelscope.report.markdown import bench_rows
-from kernelscope.units import fmt_bytes
-from kernelscope.units import plural
+from kernelscope.units import fmt_bytes, plural
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#1f2328}

@@ -7,8 +7,7 @@ from typing import Any
 
 from kernelscope.report.data import fmt_ms, summary_facts
 from kernelscope.show import compact_configs
-from kernelscope.units import fmt_bytes
-from kernelscope.units import plural
+from kernelscope.units import fmt_bytes, plural
 
 MAX_NODES_IN_CELL = 8
 

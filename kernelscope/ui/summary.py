@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.show import autotune_lines, variant_labels
-from kernelscope.units import fmt_bytes, plural
 from kernelscope.ui.xref import base_name
+from kernelscope.units import fmt_bytes, plural
 
 
 def count_parts(b: Bundle) -> tuple[list[str], str]:
@@ -131,9 +131,10 @@ def info_text(b: Bundle, kernel: Kernel | None) -> str:
     if b.environment:
         out.append("")
         out.append("── environment ──")
-        for key, value in b.environment.items():
-            if value not in (None, "", [], {}):
-                out.append(f"{key:<14}{value}")
+        shown = {k: v for k, v in b.environment.items() if v not in (None, "", [], {})}
+        width = max([14, *(len(k) + 2 for k in shown)])
+        for key, value in shown.items():
+            out.append(f"{key:<{width}}{value}")
     if b.autotune:
         out.append("")
         out.append("── autotune ──")
