@@ -325,9 +325,14 @@ def _sig(x: float | None) -> float | None:
 
 def writable(bundle_path: Path) -> bool:
     """Whether the bench record can go into this bundle: its folder (the manifest is replaced through a
-    temporary file beside it) and its bundle.json are writable."""
+    temporary file beside it) and its bundle.json are writable. The mode bits count too: root may
+    write anything, but a folder someone made read-only means "leave it as it is"."""
+
+    def can_write(path: Path) -> bool:
+        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
     manifest = Path(bundle_path) / "bundle.json"
-    return os.access(bundle_path, os.W_OK) and (not manifest.exists() or os.access(manifest, os.W_OK))
+    return can_write(Path(bundle_path)) and (not manifest.exists() or can_write(manifest))
 
 
 def merge(bench: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
