@@ -85,7 +85,9 @@ class KernelTable(DataTable):
     # (nodes, bytes moved, user lines) always stay in view, at any width.
     def _graph_label(self, g: Graph, n: int, width: int | None = None) -> Text:
         text = f"{g.kind} {g.compile_id} · {plural(n, 'kernel')}"
-        return Text(shorten_middle(text, width) if width else text, style="bold italic")
+        if width and len(text) > width:
+            text = shorten_middle(f"{g.kind} {g.compile_id}", width)  # the graph, not its count, when narrow
+        return Text(text, style="bold italic")
 
     def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
         suffix = f" ×{k.launches}" if k.launches > 1 else ""
@@ -103,7 +105,7 @@ class KernelTable(DataTable):
                 continue
             cells = [column.label.plain] + [str(c) for c in self.get_column(key)]
             total += max(len(c) for c in cells) + 2 * self.cell_padding
-        return total + 2 * self.cell_padding
+        return total
 
     def _fit(self) -> None:
         width = self.scrollable_content_region.width
@@ -111,7 +113,7 @@ class KernelTable(DataTable):
             return
         longest = max([len(k.name) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in self.kernels.values()]
                       + [len(self.columns[ColumnKey("name")].label.plain)])
-        room = max(width - self._other_widths() - 1, 12)
+        room = max(width - self._other_widths() - 2, 12)
         wanted = None if longest <= room else room
         if wanted == self._name_width:
             return
