@@ -197,7 +197,7 @@ def summary_facts(data: dict[str, Any], code: Callable[[Any], str], text: Callab
     moved = (f"; moves {fmt_bytes(s['bytes_read'])} read, {fmt_bytes(s['bytes_written'])} written"
              if s["bytes_read"] is not None else "")
     facts.append(("Compiled", f"{graphs}, {kernels}" + (f" ({kinds})" if kinds else "")
-                  + f", {s['launches']} launch(es) per call{moved}"))
+                  + f", {plural(s['launches'], 'launch', 'launches')} per call{moved}"))
     breaks = link(str(s["graph_breaks"]), "graph-breaks") if s["graph_breaks"] else "0"
     recompiles = link(f"recompiles: {s['recompiles']}", "recompiles") if s["recompiles"] else ""
     facts.append(("Graph breaks", breaks + (f", {recompiles}" if recompiles else "")))

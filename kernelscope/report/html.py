@@ -144,7 +144,7 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         out.append(f"<section class=\"kernel\" id=\"{anchor('k', k['id'])}\"><h3>{_c(k['name'])} "
                    f"<span class=\"kind\">{escape(k['kind'])}</span></h3><ul>")
         out.append(f"<li>graph <a href=\"#{anchor('g', k['graph'])}\">{escape(k['graph'])}</a>, "
-                   f"{k['launches']} launch(es); <a href=\"#kernels\">back to the table</a></li>")
+                   f"{plural(k['launches'], 'launch', 'launches')}; <a href=\"#kernels\">back to the table</a></li>")
         for label, key in (("fused nodes (post-grad)", "fused_nodes"),
                            ("fused nodes (Dynamo graph)", "fused_nodes_pre"), ("ATen ops", "aten_ops")):
             if k[key]:
