@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kernelscope import __version__
+from kernelscope.units import plural
 
 EXIT_USAGE = 2
 
@@ -92,7 +93,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             return
         counts = ""
         if "kernels" in event:
-            counts = f" [{event.get('graphs', 0)} graphs, {event.get('kernels', 0)} kernels]"
+            counts = f" [{plural(event.get('graphs', 0), 'graph')}, {plural(event.get('kernels', 0), 'kernel')}]"
         print(f"  {phase:<9} {event.get('message', '')}{counts}", file=sys.stderr, flush=True)
 
     capture = Capture(target, out, args=specs, args_text=args.args_spec or "", options=opts, replace=args.force,
@@ -108,7 +109,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if result.status == "ok":
         b = result.bundle
         n_tr = sum(1 for k in b.kernels if k.lang == "triton")
-        print(f"captured {target.spec}: {len(b.graphs)} graph(s), {len(b.kernels)} kernel(s) "
+        print(f"captured {target.spec}: {plural(len(b.graphs), 'graph')}, {plural(len(b.kernels), 'kernel')} "
               f"({n_tr} Triton) in {result.seconds:.1f} s -> {out}")
         return 0
     if result.status == "failed":

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
 from kernelscope.bundle.io import BundleError, read_bundle, read_text
 from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, to_dict
+from kernelscope.units import fmt_bytes, plural
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
 KERNEL_ARTIFACTS = ("source", "ttir", "ttgir", "llir", "ptx")
@@ -29,15 +31,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
 
 
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
 def summary_dict(b: Bundle) -> dict[str, Any]:
     """What `show --json` prints: the manifest plus per-kernel derived counts."""
     data = to_dict(b)
@@ -48,14 +41,69 @@ def summary_dict(b: Bundle) -> dict[str, Any]:
     return data
 
 
+_CONFIG_ITEM = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,\s]+)")
+_CONFIG_SHORT = {"num_warps": "warps", "num_stages": "stages"}
+
+
+def compact_configs(configs: list[str]) -> list[str]:
+    """Autotune configs as what matters: block sizes, warps and stages first, then any other key that
+    varies between the configs; other keys equal in every config (ACC_TYPE, EVEN_K ...) are dropped.
+    ``BLOCK_K=32 BLOCK_M=32 BLOCK_N=64 warps=4 stages=3``."""
+    parsed = [dict(_CONFIG_ITEM.findall(c)) for c in configs]
+    with_keys = [d for d in parsed if d]
+    keys = {k for d in with_keys for k in d}
+    varying = {k for k in keys if "BLOCK" in k or k in _CONFIG_SHORT or len({d.get(k) for d in with_keys}) > 1}
+
+    def rank(k: str) -> tuple[int, str]:
+        return (0 if "BLOCK" in k else 1 if k == "num_warps" else 2 if k == "num_stages" else 3, k)
+
+    out = []
+    for d, raw in zip(parsed, configs):
+        if not d:
+            out.append(raw)
+            continue
+        out.append(" ".join(f"{_CONFIG_SHORT.get(k, k)}={d[k]}" for k in sorted(varying & d.keys(), key=rank)))
+    return out
+
+
+_SAME_ANYWAY = {"hash", "name", "extern_libs"}
+
+
+def variant_labels(variants: list) -> list[str]:
+    """One label per compiled variant of a Triton kernel that tells it apart from the others: its block
+    sizes (XBLOCK=256) when known, warps and stages, then any Triton metadata that differs, then, when
+    nothing else does, its cache key."""
+    labels = []
+    known = [k for v in variants for k in v.config if k not in _CONFIG_SHORT]
+    for v in variants:
+        blocks = " ".join(f"{k}={val}" for k, val in v.config.items() if k not in _CONFIG_SHORT) or \
+            " ".join(f"{k}=?" for k in dict.fromkeys(known))
+        md = v.metadata
+        labels.append(" ".join(x for x in (blocks, f"warps={md.get('num_warps')} stages={md.get('num_stages')}") if x))
+    if len(set(labels)) < len(labels):
+        keys = sorted({k for v in variants for k in v.metadata} - _SAME_ANYWAY)
+        differ = [k for k in keys if len({repr(v.metadata.get(k)) for v in variants}) > 1
+                  and k not in ("num_warps", "num_stages")]
+        for i, v in enumerate(variants):
+            extra = " ".join(f"{k}={v.metadata.get(k)}" for k in differ)
+            labels[i] += f" ({extra})" if extra else ""
+    if len(set(labels)) < len(labels):
+        labels = [f"{label} [cache {v.cache_key[:8]}]" for label, v in zip(labels, variants)]
+    return labels
+
+
 def autotune_lines(b: Bundle, limit: int = 5, prefix: str = "") -> list[str]:
-    """Each AUTOTUNE table: the op, then its fastest ``limit`` choices with time, % of best, config."""
+    """Each AUTOTUNE table: the op, then its fastest ``limit`` choices with time, % of best, and the
+    config keys that differ between choices."""
     out = []
     for a in b.autotune:
-        out.append(f"{prefix}{a.op}: {len(a.choices)} choices")
-        for c in a.choices[:limit]:
+        shown = a.choices[:limit]
+        top = f", the fastest {len(shown)}" if len(shown) < len(a.choices) else ""
+        out.append(f"{prefix}{a.op}: {plural(len(a.choices), 'choice')}{top}")
+        width = max((len(c.name) for c in shown), default=0)
+        for c, config in zip(shown, compact_configs([c.config for c in a.choices])):
             ms = f"{c.time_ms:.4f} ms" if c.time_ms is not None else "failed"
-            out.append(f"  {c.name:<24} {ms:>12} {c.percent or 0:6.1f}%  {c.config}")
+            out.append(f"  {c.name:<{width}} {ms:>10} {c.percent or 0:6.1f}%  {config}".rstrip())
     return out
 
 
@@ -75,14 +123,16 @@ def summary_text(b: Bundle) -> str:
         versions = ", ".join(f"{k} {env[k]}" for k in ("torch", "triton", "python") if env.get(k))
         device = env.get("device_name") or ""
         cc = f" (sm_{env['compute_capability'].replace('.', '')})" if env.get("compute_capability") else ""
-        out.append(f"environment: {versions}; {device}{cc}")
+        env_text = "; ".join(x for x in (versions, f"{device}{cc}".strip()) if x)
+        if env_text:
+            out.append(f"environment: {env_text}")
     if b.timings:
         out.append("timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in b.timings.items()))
     out.append("")
     out.append(f"graphs ({len(b.graphs)}):")
     for g in b.graphs:
         where = f"  {g.code_name} at {g.code_file.rsplit('/', 1)[-1]}:{g.code_line}" if g.code_name else ""
-        out.append(f"  {g.id:<22} {g.kind:<10} {len(g.kernel_ids)} kernel(s){where}")
+        out.append(f"  {g.id:<22} {g.kind:<10} {plural(len(g.kernel_ids), 'kernel')}{where}")
     out.append("")
     out.append(f"kernels in launch order ({len(b.kernels)}):")
     for g in b.graphs:
@@ -101,9 +151,10 @@ def summary_text(b: Bundle) -> str:
             for u in k.user_lines:
                 out.append(f"        line {u.file.rsplit('/', 1)[-1]}:{u.line}: {u.code}")
             if k.lang == "triton":
-                stages = sorted({s for v in k.triton for s in v.files}, key=TRITON_STAGES.index)
-                cfgs = ", ".join(f"warps={v.metadata.get('num_warps')} stages={v.metadata.get('num_stages')}"
-                                 + (" (chosen)" if v.chosen else "") for v in k.triton)
+                stages = sorted({s for v in k.triton for s in v.files},
+                                key=lambda s: (TRITON_STAGES.index(s) if s in TRITON_STAGES else len(TRITON_STAGES), s))
+                cfgs = ", ".join(label + (" (chosen)" if v.chosen else "")
+                                 for v, label in zip(k.triton, variant_labels(k.triton)))
                 out.append(f"        triton: {cfgs or 'no compiled stages found'}"
                            + (f"; stages: {', '.join(stages)}" if stages else ""))
     if b.graph_breaks:

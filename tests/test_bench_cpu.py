@@ -179,3 +179,44 @@ def test_bench_view_cancel_kills_the_child(cpu_add_relu, tmp_path):
         assert "bench" not in read_bundle(bundle).extra
 
     asyncio.run(scenario())
+
+
+def _tree(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_bench_says_where_it_saved(cpu_bench):
+    bundle, _, cache = cpu_bench
+    proc = kernelscope_cmd("bench", str(bundle), *QUICK, "-q", env={"KERNELSCOPE_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0, proc.stderr
+    assert f"saved in {bundle}/bundle.json" in proc.stderr
+
+
+def test_bench_no_save_leaves_the_bundle_unchanged(cpu_add_relu, tmp_path):
+    bundle = tmp_path / "b"
+    shutil.copytree(cpu_add_relu, bundle)
+    before = _tree(bundle)
+    proc = kernelscope_cmd("bench", str(bundle), "--no-save", *QUICK, "-q",
+                           env={"KERNELSCOPE_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    assert "Measured per call (CPU)" in proc.stdout  # the results are printed ...
+    assert "not saved (--no-save)" in proc.stderr  # ... and it says they went nowhere
+    assert _tree(bundle) == before
+
+
+def test_bench_of_a_read_only_bundle_says_so_and_goes_on(cpu_add_relu, tmp_path):
+    bundle = tmp_path / "ro"
+    shutil.copytree(cpu_add_relu, bundle)
+    before = _tree(bundle)
+    modes = {p: p.stat().st_mode for p in [bundle, *bundle.rglob("*")]}
+    for p in [*bundle.rglob("*"), bundle]:
+        p.chmod(p.stat().st_mode & ~0o222)
+    try:
+        proc = kernelscope_cmd("bench", str(bundle), *QUICK, "-q", env={"KERNELSCOPE_CACHE_DIR": str(tmp_path / "c")})
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+    assert proc.returncode == 0, proc.stderr
+    assert "cpp_fused_add_relu_0" in proc.stdout
+    assert f"not saved: {bundle} is read-only" in proc.stderr and "Traceback" not in proc.stderr
+    assert _tree(bundle) == before

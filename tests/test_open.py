@@ -91,7 +91,7 @@ def test_open_a_multi_rank_trace_opens_one_rank_and_names_the_others(cpu_trace, 
     assert [rank_of(p) for p in sorted(ranks.glob("*.log"))] == [0, 1]
     assert main(["open", str(ranks), "--no-ui"]) == 0
     captured = capsys.readouterr()
-    assert "(rank 0 of 2): 2 compile id(s), 2 graph(s), 2 kernel(s)" in captured.err
+    assert "(rank 0 of 2): 2 compile ids, 2 graphs, 2 kernels" in captured.err
     [out] = list(user_cache.iterdir())
     opened = read_bundle(out)
     assert opened.environment["ranks"] == [0]
@@ -185,3 +185,20 @@ def test_open_hands_the_bundle_to_the_explorer(cpu_trace, user_cache, monkeypatc
     [args] = seen
     [out] = list(user_cache.iterdir())
     assert args.what == str(out) and args.out is None and args.mode is None and args.passes is False
+
+
+def test_cpu_backward_kernels_get_their_fused_nodes_from_the_stack_trace_provenance(tmp_path, capsys):
+    # A real CPU mlp_train --backward trace: Inductor's node mapping for the backward graph is empty and
+    # its C++ launches carry no node comments; the kernels' stack traces still tie them to user lines.
+    trace = Path(__file__).parent / "fixtures" / "traces" / "mlp_train_cpu"
+    bundle, _, _ = open_trace(trace, tmp_path / "opened")
+    k = bundle.kernel("0-0-backward/cpp_fused_gelu_gelu_backward_1")
+    assert k.fx_nodes == ["mul_1", "erf", "add", "mul_4", "mul_5", "mul_6", "exp", "mul_7", "mul_8", "add_2",
+                          "mul_9"]  # the 11 nodes the GPU capture's triton_poi_fused_gelu_gelu_backward_1 fuses
+    assert k.provenance.startswith("stack traces")
+    assert bundle.kernel("0-0-backward/cpp_fused_expand_mm_0").fx_nodes == ["expand"]
+    # the forward graph keeps Inductor's own mapping
+    assert bundle.kernel("0-0-forward/cpp_fused_gelu_0").provenance == "provenance"
+    from kernelscope.show import summary_text
+    text = summary_text(bundle)
+    assert "cpp_fused_gelu_gelu_backward_1" in text and "fx nodes: mul_1, erf, add, mul_4" in text

@@ -67,7 +67,7 @@ def test_markdown_report_of_a_cpu_capture_shows_target_options_and_environment(c
     assert "**Target:** `add_relu` at `add_relu.py:6`, inputs `f32[65536]`, `f32[65536]`" in md
     assert "`mode=default, device=cpu`" in md
     assert "torch 2." in md
-    assert "1 kernel(s) (1 cpp), 1 launch(es) per call" in md
+    assert "1 graph, 1 kernel (1 cpp), 1 launch per call" in md
     assert "`add_relu.py:7`: `return (a + b).relu()`" in md
 
 

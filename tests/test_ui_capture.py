@@ -142,3 +142,24 @@ def test_edit_and_recompile_changes_the_kernels_and_never_touches_the_users_file
         assert sample.read_text() == original
 
     run_app(app, steps, size=(160, 48))
+
+
+def test_gallery_recents_refresh_after_a_capture_and_say_what_it_was(cache):
+    app = make_app()
+
+    async def steps(pilot, app):
+        gallery = app.screen
+        assert isinstance(gallery, GalleryScreen)
+        recent = gallery.query_one("#recent")
+        assert "none yet" in str(recent.get_option_at_index(0).prompt)
+        samples = gallery.query_one("#samples")
+        samples.highlighted = [t.name for t in gallery.samples].index("add_relu")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExplorerScreen), 300)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, GalleryScreen), 10)
+        recent = app.screen.query_one("#recent")
+        first = str(recent.get_option_at_index(0).prompt)
+        assert first.startswith("add_relu · cpu · default · 1 kernel · ") and "today" in first
+
+    run_app(app, steps)

@@ -72,3 +72,30 @@ def test_explorer_presentation_light_160x48(snap_compare, snap_bundles):
 
 def test_capture_error_80x24(snap_compare):
     assert snap_compare(make_app("no_such_sample"), run_before=highlighted, terminal_size=SMALL, press=["_"])
+
+
+@pytest.fixture(scope="module")
+def fixture_bundles():
+    """Committed GPU fixtures (no ../shared needed) at one fixed path, for the same reason as above."""
+    root = Path("/tmp/kernelscope-snapshot-fixtures")
+    shutil.rmtree(root, ignore_errors=True)
+    here = Path(__file__).parent / "fixtures" / "gpu"
+    out = {}
+    for case in ("softmax", "softmax_bench_cpu"):
+        out[case] = root / case
+        shutil.copytree(here / case, out[case])
+    yield out
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_explorer_long_kernel_name_80x24(snap_compare, fixture_bundles):
+    # softmax's kernel name is longer than the Kernels pane: it shortens in the middle and its nodes,
+    # bytes moved and user line stay in view; the header keeps the break count.
+    assert snap_compare(make_app(str(fixture_bundles["softmax"])), run_before=highlighted, terminal_size=SMALL,
+                        press=["1"])
+
+
+def test_bench_view_80x24(snap_compare, fixture_bundles):
+    # A GPU capture benched on the CPU: the view says it re-captured for the CPU; r runs, v picks the device.
+    assert snap_compare(make_app(str(fixture_bundles["softmax_bench_cpu"])), run_before=highlighted,
+                        terminal_size=SMALL, press=["b"])

@@ -138,12 +138,3 @@ def fmt_us(us: float | None) -> str:
     if us >= 100:
         return f"{us:.0f} µs"
     return f"{us:.1f} µs"
-
-
-def fmt_bytes(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"

@@ -1,7 +1,8 @@
 """``kernelscope bench TARGET|BUNDLE``: eager vs compiled per call, a size sweep, or one kernel changed.
 
 A TARGET is captured first (into -o, or ./kernelscope-captures/NAME-TIME); a BUNDLE reruns its
-recorded function with its recorded options and inputs. Results are stored in the bundle.
+recorded function with its recorded options and inputs. Results are stored in the bundle (not with
+--no-save, nor in a bundle that is read-only: then it says so and prints them only).
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep timing up to this many seconds per side (default 1)")
     p.add_argument("--profile-calls", type=int, default=None, help="calls under torch.profiler (default 10)")
     p.add_argument("--remeasure", action="store_true", help="measure the device's copy/matmul ceilings again")
-    p.add_argument("--json", action="store_true", help="print the stored record as JSON")
+    p.add_argument("--no-save", action="store_true", help="print the results only; leave the bundle unchanged "
+                   "(by default they are stored in its bundle.json, unless it is read-only)")
+    p.add_argument("--json", action="store_true", help="print the record as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     add_capture_options(p)
 
@@ -128,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     bundle_path = _bundle_for(args)
     settings = BenchSettings(device=args.device, sweep=args.sweep, sizes=_sizes(args.sizes), kernel=args.kernel,
-                             changes=changes, remeasure=args.remeasure, timeout=args.timeout)
+                             changes=changes, remeasure=args.remeasure, timeout=args.timeout,
+                             save=not args.no_save)
     for name, attr in (("reps", "reps"), ("warmup", "warmup"), ("budget", "budget_s"),
                        ("profile_calls", "profile_calls")):
         if getattr(args, name) is not None:
@@ -154,9 +158,11 @@ def run(args: argparse.Namespace) -> int:
     if result.status != "ok":
         print(f"kernelscope: {result.message}", file=sys.stderr)
         return 2
+    where = (f"saved in {result.saved_to} (bench, {result.seconds:.1f} s)" if result.saved_to
+             else f"{result.not_saved} (bench, {result.seconds:.1f} s)")
     if args.json:
         print(json.dumps(result.record, indent=1))
-        return 0
-    print(tables.bench_text(result.record).lstrip("\n"))
-    print(f"\nstored in {bundle_path}/bundle.json (bench, {result.seconds:.1f} s)", file=sys.stderr)
+    else:
+        print(tables.bench_text(result.record).lstrip("\n"))
+    print(f"\n{where}", file=sys.stderr)
     return 0

@@ -29,6 +29,7 @@ import torch
 
 from kernelscope.bench import analysis
 from kernelscope.capture import session
+from kernelscope.units import fmt_bytes
 
 ALLOC_OR_VIEW = {"empty", "empty_strided", "empty_like", "view", "as_strided", "reshape", "t", "transpose",
                  "permute", "expand", "detach", "alias", "resize_", "lift_fresh", "_reshape_alias", "unsqueeze",
@@ -164,7 +165,7 @@ def measure_copy_ceiling(device: str) -> dict[str, Any]:
     dst = torch.empty_like(src)
     stats = analysis.run_stats(_time_us(lambda: dst.copy_(src), device, reps=20 if device == "cuda" else 5))
     gbps = 2 * nbytes / (stats["median_us"] * 1e-6) / 1e9
-    return {"gbps": round(gbps, 1), "method": f"dst.copy_(src) of {nbytes >> 20} MiB, bytes read + written, "
+    return {"gbps": round(gbps, 1), "method": f"dst.copy_(src) of {fmt_bytes(nbytes)}, bytes read + written, "
             f"median of {stats['runs']} runs", "spread_pct": stats["spread_pct"],
             "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "torch": torch.__version__}
 
@@ -338,7 +339,7 @@ def rotation_sets(request: dict, module, device: str, first: tuple, cache_bytes:
     budget = 1 << 30 if device == "cuda" else 1 << 28
     sets = int(min(64, max(2, math.ceil(4 * cache_bytes / size)), max(1, budget // size)))
     out = [first] + [make_inputs(request, module, device) for _ in range(sets - 1)]
-    info.update(sets=len(out), why=f"inputs fit in the {cache_bytes >> 20} MiB cache: {len(out)} sets rotated")
+    info.update(sets=len(out), why=f"inputs fit in the {fmt_bytes(cache_bytes)} cache: {len(out)} sets rotated")
     return out, info
 
 

@@ -44,6 +44,7 @@ class BenchSettings:
     kernel_rep_ms: int = 200
     remeasure: bool = False
     timeout: float | None = None
+    save: bool = True  # store the record in the bundle (when the bundle can be written)
 
     def sections(self) -> list[str]:
         if self.kernel:
@@ -62,6 +63,8 @@ class BenchResult:
     record: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    saved_to: str = ""  # the bundle.json the record went into; '' when not saved
+    not_saved: str = ""  # why not, one line ("--no-save", "... is read-only")
 
 
 def ceilings_cache_path() -> Path:
@@ -178,8 +181,19 @@ class Bench(ChildJob):
                 return BenchResult("failed" if raw else "crashed", message, events=self.events,
                                    seconds=time.time() - t0)
             record = build_record(bundle, request, raw)
-            store(self.bundle_path, record)
-            return BenchResult("ok", "", record, self.events, time.time() - t0)
+            result = BenchResult("ok", "", record, self.events, time.time() - t0)
+            if not self.settings.save:
+                result.not_saved = "not saved (--no-save)"
+            elif not writable(self.bundle_path):
+                result.not_saved = f"not saved: {self.bundle_path} is read-only"
+            else:
+                try:
+                    store(self.bundle_path, record)
+                except BundleError as exc:
+                    result.not_saved = f"not saved: {exc}"
+                else:
+                    result.saved_to = str(self.bundle_path / "bundle.json")
+            return result
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
@@ -225,9 +239,6 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
                            "correctness": run.get("correctness"), "rotation": run.get("rotation"),
                            "pinned_cpu": run.get("pinned_cpu"),
                            "captured_on": bundle_device(bundle), "notes": []}
-    if bundle_device(bundle) != device:
-        rec["notes"].append(f"captured on {bundle_device(bundle)}, measured on {device}: the kernels measured are "
-                            "what this device compiles, the counts are the capture's")
     for side in ("eager", "compiled"):
         data = run[side]
         calls = data["profile_calls"]
@@ -312,10 +323,21 @@ def _sig(x: float | None) -> float | None:
     return float(f"{x:.4g}") if x else None
 
 
-def store(bundle_path: Path, record: dict[str, Any]) -> None:
-    """Merge ``record`` into the bundle's ``extra["bench"]`` (read fresh, written atomically)."""
-    bundle = read_bundle(bundle_path)
-    bench = dict(bundle.extra.get("bench") or {})
+def writable(bundle_path: Path) -> bool:
+    """Whether the bench record can go into this bundle: its folder (the manifest is replaced through a
+    temporary file beside it) and its bundle.json are writable. The mode bits count too: root may
+    write anything, but a folder someone made read-only means "leave it as it is"."""
+
+    def can_write(path: Path) -> bool:
+        return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
+    manifest = Path(bundle_path) / "bundle.json"
+    return can_write(Path(bundle_path)) and (not manifest.exists() or can_write(manifest))
+
+
+def merge(bench: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """``bundle.extra["bench"]`` with a new record merged in (kernels by name, the rest replaced)."""
+    bench = dict(bench or {})
     for key, value in record.items():
         if key == "kernels":
             kernels = dict(bench.get("kernels") or {})
@@ -323,7 +345,13 @@ def store(bundle_path: Path, record: dict[str, Any]) -> None:
             bench["kernels"] = kernels
         else:
             bench[key] = value
-    bundle.extra["bench"] = bench
+    return bench
+
+
+def store(bundle_path: Path, record: dict[str, Any]) -> None:
+    """Merge ``record`` into the bundle's ``extra["bench"]`` (read fresh, written atomically)."""
+    bundle = read_bundle(bundle_path)
+    bundle.extra["bench"] = merge(bundle.extra.get("bench") or {}, record)
     try:
         save_manifest(bundle, bundle_path)
     except OSError as exc:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.bench.analysis import bar, fmt_bytes, fmt_us
+from kernelscope.bench.analysis import bar, fmt_us
+from kernelscope.units import fmt_bytes
 
 
 def _short(name: str, width: int = 48) -> str:
@@ -94,6 +95,14 @@ def host_lines(rec: dict[str, Any]) -> list[str]:
 def run_lines(rec: dict[str, Any]) -> list[str]:
     cpu = (rec.get("device") or {}).get("device") != "cuda"
     out = header_lines(rec)
+    measured_on = (rec.get("device") or {}).get("device")
+    captured_on = rec.get("captured_on")
+    if captured_on and measured_on and captured_on != measured_on:
+        dev = "the CPU" if cpu else "the GPU"
+        kind = "C++" if cpu else "Triton"
+        out.append(f"re-captured for {dev}: this bundle was captured on {captured_on}, so the bench compiled the "
+                   f"function again on {measured_on}; the kernels it measured are that compile's {kind} kernels, "
+                   f"the counts and the kernel table's names are the {captured_on} capture's")
     out += ceiling_lines(rec.get("ceilings") or {})
     out.append("inputs " + ", ".join(rec.get("inputs") or []) + f"   ({(rec.get('rotation') or {}).get('why', '')})")
     out.append("")
@@ -209,7 +218,7 @@ def bench_text(bench: dict[str, Any] | None, counts: dict[str, Any] | None = Non
     elif counts is not None:
         out += counts_lines(counts)
         out.append("")
-        out.append("No bench has run on this capture: `kernelscope bench BUNDLE` (or b in the Bench view) measures it.")
+        out.append("No bench has run on this capture: `kernelscope bench BUNDLE` (or r in the Bench view) measures it.")
     if "sweep" in bench:
         out += ["", *sweep_lines(bench["sweep"])]
     for rec in (bench.get("kernels") or {}).values():

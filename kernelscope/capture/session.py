@@ -24,6 +24,7 @@ from kernelscope.bundle.io import save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture.child import EXIT_FAILED, EXIT_NO_BUNDLE, EXIT_OK, Events, environment_facts
 from kernelscope.capture.collect import write_bundle_from_work
+from kernelscope.units import plural
 
 TORCH_DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
@@ -325,7 +326,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
     if failure is not None:
         events.emit("error", failure.message, kind=failure.kind)
         return EXIT_FAILED
-    events.emit("done", f"{len(bundle.kernels)} kernels in {len(bundle.graphs)} graphs",
+    events.emit("done", f"{plural(len(bundle.kernels), 'kernel')} in {plural(len(bundle.graphs), 'graph')}",
                 graphs=len(bundle.graphs), kernels=len(bundle.kernels))
     return EXIT_OK
 

@@ -287,6 +287,41 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
             grid = launch_grid(kdef, launch.args, next((v.config for v in k.triton if v.chosen), {}))
             if grid:
                 bundle.extra.setdefault("grids", {})[k.id] = grid
+    _nodes_from_stack_lines(graph, bundle, p, post_nodes, code, raw)
+
+
+# Ops Inductor hands to a library (extern calls): a node of these is never fused into a generated kernel.
+_EXTERN_OPS = ("aten.mm.", "aten.addmm.", "aten.bmm.", "aten.baddbmm.", "aten.convolution.", "aten._scaled_mm.",
+               "aten._scaled_dot_product")
+
+
+def _nodes_from_stack_lines(graph: Graph, bundle: Bundle, p: _GraphParts, post_nodes: dict[str, fx.FxNode],
+                            code: Any, raw: RawCapture) -> None:
+    """A generated kernel with no fused nodes from either source (a CPU backward graph: its provenance node
+    mapping is empty and its C++ launches carry no node comments) takes them from the other provenance
+    Inductor logs, the kernel's stack traces: the post-grad nodes of the same user lines that no other
+    generated kernel fused and no library call runs."""
+    kernels = [k for k in bundle.kernels if k.graph == graph.id]
+    bare = [k for k in kernels if not k.fx_nodes and k.lang in ("cpp", "triton")]
+    if not bare or not post_nodes or not p.stack_traces:
+        return
+    claimed = {n for k in kernels if k.lang != "extern" for n in k.fx_nodes}
+    handles = {launch.name: launch.handle for launch in code.launches if launch.handle}
+    for k in bare:
+        frames = p.stack_traces.get(handles.get(k.name, ""), [])
+        lines = {(u.file, u.line) for u in fx.stack_user_lines(frames, raw.user_file)}
+        if not lines:
+            continue
+        nodes = [n.name for n in post_nodes.values()
+                 if n.user and any(line == n.user.line and fx.same_file(file, n.user.file) for file, line in lines)
+                 and n.name not in claimed and not any(op in n.target for op in _EXTERN_OPS)
+                 and "torch.ops." in n.target]
+        if nodes:
+            k.fx_nodes = nodes
+            k.provenance = "stack traces: the nodes of its user lines"
+            claimed.update(nodes)
+            if not k.aten_ops:
+                k.aten_ops = _dedupe([_aten_of(post_nodes[n].target) for n in nodes])
 
 
 def launch_grid(kdef, args: list, config: dict[str, Any]) -> str:

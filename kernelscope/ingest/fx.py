@@ -67,7 +67,7 @@ def stack_user_lines(frames: list[str], user_file: str = "") -> list[UserLine]:
             continue
         chosen = matches[-1]
         if user_file:
-            mine = [m for m in matches if _same_file(m[0], user_file)]
+            mine = [m for m in matches if same_file(m[0], user_file)]
             if mine:
                 chosen = mine[-1]
         ul = UserLine(file=chosen[0], line=int(chosen[1]), function=chosen[2].strip(), code=chosen[3].strip())
@@ -76,5 +76,5 @@ def stack_user_lines(frames: list[str], user_file: str = "") -> list[UserLine]:
     return lines
 
 
-def _same_file(a: str, b: str) -> bool:
+def same_file(a: str, b: str) -> bool:
     return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]

@@ -22,7 +22,9 @@ from kernelscope.bundle.model import Bundle, Kernel, TritonVariant
 from kernelscope.pipeline.stages import pick_variant, variant_files
 
 # Arches a user can ask for by name; any sm_NN with a number works too.
-KNOWN_ARCHES = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")
+KNOWN_ARCHES = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120")  # the ones a user is pointed at
+# Every NVIDIA compute capability Triton's CUDA backend targets; another number aborts the compiler.
+VALID_ARCHES = (70, 72, 75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121)
 COMPILE_TIMEOUT_S = 600
 MLIR_DUMP_NAME = "mlir_passes.txt"
 LLVM_DUMP_NAME = "llvm_passes.txt"
@@ -35,11 +37,16 @@ class PipelineError(Exception):
 def parse_arch(arch: str | int) -> int:
     """80 from "sm_80", "sm80", "sm_90a", "80" or 80."""
     if isinstance(arch, int):
-        return arch
-    m = re.fullmatch(r"(?:sm_?)?(\d{2,3})a?", str(arch).strip().lower())
-    if not m:
-        raise PipelineError(f"unknown GPU arch {arch!r}; use one of {', '.join(KNOWN_ARCHES)} (or sm_NN)")
-    return int(m.group(1))
+        cc = arch
+    else:
+        m = re.fullmatch(r"(?:sm_?)?(\d{2,3})a?", str(arch).strip().lower())
+        if not m:
+            raise PipelineError(f"unknown GPU arch {arch!r}; use one of {', '.join(KNOWN_ARCHES)} (or sm_NN)")
+        cc = int(m.group(1))
+    if cc not in VALID_ARCHES:
+        raise PipelineError(f"no NVIDIA GPU arch sm_{cc}; use one of "
+                            f"{', '.join(f'sm_{x}' for x in VALID_ARCHES)}")
+    return cc
 
 
 def variant_arch(variant: TritonVariant | None) -> int | None:
@@ -125,6 +132,9 @@ def compile_ir(
     wall = time.perf_counter() - started
     result_path = out_dir / "result.json"
     if not result_path.is_file():
+        if proc.returncode < 0:
+            raise PipelineError(f"compiling {name} for sm_{arch}: the compiler aborted (signal {-proc.returncode}); "
+                                f"this Triton probably does not support sm_{arch}")
         raise PipelineError(f"compiling {name} for sm_{arch}: the compiler process died (exit {proc.returncode})")
     result = json.loads(result_path.read_text(encoding="utf-8"))
     if not result.get("ok"):

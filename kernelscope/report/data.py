@@ -9,7 +9,7 @@ from typing import Any
 
 from kernelscope.bundle.model import TRITON_STAGES, Bundle, Kernel
 from kernelscope.report.bench import BenchFacts, read_bench
-from kernelscope.show import fmt_bytes
+from kernelscope.units import fmt_bytes, plural
 
 REPORT_VERSION = 1
 
@@ -192,12 +192,12 @@ def summary_facts(data: dict[str, Any], code: Callable[[Any], str], text: Callab
     if environment_text(data["environment"]):
         facts.append(("Environment", text(environment_text(data["environment"]))))
     kinds = ", ".join(f"{n} {text(kind)}" for kind, n in s["kinds"].items())
-    graphs = link(f"{s['graphs']} graph(s)", "graphs")
-    kernels = link(f"{s['kernels']} kernel(s)", "kernels")
+    graphs = link(plural(s['graphs'], 'graph'), "graphs")
+    kernels = link(plural(s['kernels'], 'kernel'), "kernels")
     moved = (f"; moves {fmt_bytes(s['bytes_read'])} read, {fmt_bytes(s['bytes_written'])} written"
              if s["bytes_read"] is not None else "")
     facts.append(("Compiled", f"{graphs}, {kernels}" + (f" ({kinds})" if kinds else "")
-                  + f", {s['launches']} launch(es) per call{moved}"))
+                  + f", {plural(s['launches'], 'launch', 'launches')} per call{moved}"))
     breaks = link(str(s["graph_breaks"]), "graph-breaks") if s["graph_breaks"] else "0"
     recompiles = link(f"recompiles: {s['recompiles']}", "recompiles") if s["recompiles"] else ""
     facts.append(("Graph breaks", breaks + (f", {recompiles}" if recompiles else "")))

@@ -18,7 +18,7 @@ from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.report.normalise import normalise_kernel_text, normalise_text
-from kernelscope.show import fmt_bytes
+from kernelscope.units import fmt_bytes
 
 DIFF_STAGES = ("ttir", "ttgir", "llir", "ptx")  # text stages worth a diff (cubin is binary)
 SAME, CHANGED, REPLACED, ADDED, REMOVED = "same", "changed", "replaced", "added", "removed"
@@ -65,6 +65,7 @@ class KernelChange:
     time_a_ms: float | None = None
     time_b_ms: float | None = None
     diffs: list[TextDiff] | None = None  # computed on demand (diffs_for)
+    text_summary: str = ""  # the changes line that sums up the text diffs ("source: +11 -11 lines")
 
     @property
     def graph(self) -> str:
@@ -310,11 +311,32 @@ def _describe(d: BundleDiff, e: KernelChange) -> None:
     texts = diffs_for(d, e)
     changed = [t for t in texts if not t.equal and t.note != "in neither"]
     if changed:
-        e.changes.append("; ".join(t.summary() for t in changed))
+        e.text_summary = "; ".join(t.summary() for t in changed)
+        e.changes.append(e.text_summary)
     if e.status != REPLACED:
         e.status = CHANGED if e.changes else SAME
         if e.status == SAME:
             e.diffs = None  # nothing to show: free the texts (recomputed if asked for)
+
+
+OPTION_KEYS = ("device", "mode", "dynamic", "fullgraph", "backward")
+
+
+def option_changes(a: Bundle, b: Bundle) -> list[str]:
+    """The capture options and inputs that differ: ``mode default -> max-autotune``."""
+    out = []
+    for key in OPTION_KEYS:
+        va, vb = a.options.get(key), b.options.get(key)
+        if key == "mode":
+            va, vb = va or "default", vb or "default"
+        elif key != "device":
+            va, vb = bool(va), bool(vb)
+        if va != vb:
+            out.append(f"{key} {va} -> {vb}")
+    ia, ib = a.target.get("inputs") or [], b.target.get("inputs") or []
+    if ia != ib:
+        out.append(f"inputs {', '.join(ia) or '?'} -> {', '.join(ib) or '?'}")
+    return out
 
 
 def diff_bundles(a: Bundle, b: Bundle) -> BundleDiff:

@@ -10,7 +10,7 @@ from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import Bundle
 from kernelscope.report.data import fmt_ms, summary_facts
 from kernelscope.report.markdown import bench_rows
-from kernelscope.show import fmt_bytes
+from kernelscope.units import fmt_bytes, plural
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#1f2328}
@@ -115,7 +115,7 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         out.append(f"<h3 id=\"{anchor('g', g['id'])}\">{escape(g['id'])} <span class=\"kind\">"
                    f"({escape(g['kind'])}, compile {escape(g['compile_id'])})</span></h3>")
         ks = [k for k in data["kernels"] if k["graph"] == g["id"]]
-        out.append(f"<p>{len(ks)} kernel(s), {g['launches']} launch(es) per call{where_text}: "
+        out.append(f"<p>{plural(len(ks), 'kernel')}, {plural(g['launches'], 'launch', 'launches')} per call{where_text}: "
                    + ", ".join(f"<a href=\"#{anchor('k', k['id'])}\">{_c(k['name'])}</a>" for k in ks) + "</p>")
 
     if data["graph_breaks"]:
@@ -144,7 +144,7 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         out.append(f"<section class=\"kernel\" id=\"{anchor('k', k['id'])}\"><h3>{_c(k['name'])} "
                    f"<span class=\"kind\">{escape(k['kind'])}</span></h3><ul>")
         out.append(f"<li>graph <a href=\"#{anchor('g', k['graph'])}\">{escape(k['graph'])}</a>, "
-                   f"{k['launches']} launch(es); <a href=\"#kernels\">back to the table</a></li>")
+                   f"{plural(k['launches'], 'launch', 'launches')}; <a href=\"#kernels\">back to the table</a></li>")
         for label, key in (("fused nodes (post-grad)", "fused_nodes"),
                            ("fused nodes (Dynamo graph)", "fused_nodes_pre"), ("ATen ops", "aten_ops")):
             if k[key]:
@@ -156,7 +156,7 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         if k["triton"]:
             tr = k["triton"]
             cfg = ", ".join(f"{key}={tr[key]}" for key in ("num_warps", "num_stages", "shared") if key in tr)
-            out.append(f"<li>Triton: {tr['variants']} compiled variant(s)" + (f"; {escape(cfg)}" if cfg else "")
+            out.append(f"<li>Triton: {plural(tr['variants'], 'compiled variant')}" + (f"; {escape(cfg)}" if cfg else "")
                        + (f"; stages {escape(', '.join(tr['stages']))}" if tr["stages"] else "") + "</li>")
         out.append("</ul>")
         if sources and bundle is not None and k["source"]:

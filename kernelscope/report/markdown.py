@@ -6,7 +6,8 @@ import re
 from typing import Any
 
 from kernelscope.report.data import fmt_ms, summary_facts
-from kernelscope.show import fmt_bytes
+from kernelscope.show import compact_configs
+from kernelscope.units import fmt_bytes, plural
 
 MAX_NODES_IN_CELL = 8
 
@@ -113,12 +114,13 @@ def render_markdown(data: dict[str, Any]) -> str:
         out += [f"1. {code(r['where'] or '?')}: {cell(r['reason'])}" for r in data["recompiles"]] + [""]
     for a in data["autotune"]:
         out += [f"### Autotune {code(a['op'])}", ""]
+        shown = a["choices"][:5]
         rows = [[code(c["name"]), f"{c['time_ms']:.4f} ms" if c["time_ms"] is not None else "failed",
-                 f"{c['percent']:.1f}%" if c["percent"] is not None else "", cell(c["config"])]
-                for c in a["choices"][:5]]
+                 f"{c['percent']:.1f}%" if c["percent"] is not None else "", cell(config)]
+                for c, config in zip(shown, compact_configs([c["config"] for c in a["choices"]]))]
         more = len(a["choices"]) - 5
         out += table(["choice", "time", "vs best", "config"], rows, ["l", "r", "r", "l"])
-        out += (["", f"{more} more choice(s) in the bundle."] if more > 0 else []) + [""]
+        out += (["", f"{plural(more, 'more choice', 'more choices')} in the bundle."] if more > 0 else []) + [""]
     if data["notes"]:
         out += ["### Notes", ""] + [f"- {cell(n)}" for n in data["notes"]] + [""]
     out.append("<sub>kernelscope report" + (f" of {cell(data['bundle'])}" if data["bundle"] else "") + "</sub>")

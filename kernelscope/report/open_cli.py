@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 from kernelscope.bundle.io import BundleError, read_bundle, save_manifest
+from kernelscope.units import plural
 
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 _RANK_IN_RECORD = re.compile(r"\"rank\": ?(\d+)")
@@ -118,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
                                     rank=args.rank, replace=args.force)
     compile_ids = sorted({g.compile_id for g in bundle.graphs})
     rank_text = f" (rank {bundle.environment.get('ranks')[0]} of {len(ranks)})" if len(ranks) > 1 else ""
-    print(f"opened {trace}{rank_text}: {len(compile_ids)} compile id(s), {len(bundle.graphs)} graph(s), "
-          f"{len(bundle.kernels)} kernel(s) -> {out}", file=sys.stderr)
+    print(f"opened {trace}{rank_text}: {plural(len(compile_ids), 'compile id')}, {plural(len(bundle.graphs), 'graph')}, "
+          f"{plural(len(bundle.kernels), 'kernel')} -> {out}", file=sys.stderr)
     if args.no_ui:
         from kernelscope.show import summary_text
 

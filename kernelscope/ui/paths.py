@@ -52,3 +52,29 @@ def recent_captures(limit: int = 20) -> list[Path]:
     found = [p for p in folder.iterdir() if (p / "bundle.json").is_file()]
     found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     return found[:limit]
+
+
+def capture_summary(folder: Path) -> str:
+    """One line for a recent capture: ``add_relu · cpu · default · 1 kernel · 14:02 today``, read from its
+    bundle.json as plain JSON (the gallery's first frame needs no bundle code); the folder name when the
+    manifest cannot be read."""
+    import json
+    import time
+
+    from kernelscope.units import plural
+
+    try:
+        data = json.loads((folder / "bundle.json").read_text(encoding="utf-8"))
+        mtime = (folder / "bundle.json").stat().st_mtime
+    except (OSError, ValueError):
+        return folder.name
+    target, options = data.get("target") or {}, data.get("options") or {}
+    name = target.get("name") or target.get("spec") or folder.name
+    flags = [options.get("device") or (data.get("environment") or {}).get("device") or "?",
+             options.get("mode") or "default"]
+    flags += [k for k in ("dynamic", "fullgraph", "backward") if options.get(k)]
+    now = time.time()
+    when = time.strftime("%H:%M today" if time.localtime(mtime)[:3] == time.localtime(now)[:3] else "%Y-%m-%d %H:%M",
+                         time.localtime(mtime))
+    status = "" if data.get("status", "ok") == "ok" else " · ✗ failed"
+    return " · ".join([name, *flags, plural(len(data.get("kernels") or []), "kernel"), when]) + status

@@ -3,26 +3,36 @@
 from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel
-from kernelscope.show import autotune_lines, fmt_bytes
+from kernelscope.show import autotune_lines, variant_labels
 from kernelscope.ui.xref import base_name
+from kernelscope.units import fmt_bytes, plural
 
 
-def count_line(b: Bundle) -> str:
+def count_parts(b: Bundle) -> tuple[list[str], str]:
+    """The counts a header must keep (graphs, kernels, breaks, recompiles) and the kernel kinds, which
+    it may drop when narrow."""
     n_tr = sum(1 for k in b.kernels if k.lang == "triton")
     n_cpp = sum(1 for k in b.kernels if k.lang == "cpp")
     n_ext = sum(1 for k in b.kernels if k.lang == "extern")
-    parts = [f"{len(b.graphs)} graph{'s' if len(b.graphs) != 1 else ''}", f"{len(b.kernels)} kernels"]
-    kinds = [f"{n} {what}" for n, what in ((n_tr, "Triton"), (n_cpp, "C++"), (n_ext, "extern")) if n]
-    if kinds:
-        parts[-1] += f" ({', '.join(kinds)})"
-    parts.append(f"{len(b.graph_breaks)} break{'s' if len(b.graph_breaks) != 1 else ''}")
+    kinds = ", ".join(f"{n} {what}" for n, what in ((n_tr, "Triton"), (n_cpp, "C++"), (n_ext, "extern")) if n)
+    parts = [plural(len(b.graphs), "graph"), plural(len(b.kernels), "kernel"), plural(len(b.graph_breaks), "break")]
     if b.recompiles:
-        parts.append(f"{len(b.recompiles)} recompiles")
+        parts.append(plural(len(b.recompiles), "recompile"))
+    return parts, kinds
+
+
+def count_line(b: Bundle) -> str:
+    parts, kinds = count_parts(b)
+    if kinds:
+        parts[1] += f" ({kinds})"
     return " · ".join(parts)
 
 
-def title_line(b: Bundle, previous: Bundle | None = None) -> str:
-    """``add_relu · cpu · mode=default │ 1 graph · 1 kernels (1 C++) · 0 breaks │ 13.3 s``."""
+def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = None) -> str:
+    """``add_relu · cpu · mode=default │ 1 graph · 1 kernel (1 C++) · 0 breaks │ compiled in 13.3 s``.
+
+    Within ``width`` cells it drops, in order, the compile time, the previous capture's counts, the
+    kernel kinds and the capture flags; the name, counts (breaks included) and a failure stay."""
     t = b.target
     code_names = [g.code_name for g in b.graphs if g.code_name and not g.code_name.startswith("torch_dynamo_resume")]
     functions = [u.function for k in b.kernels for u in k.user_lines if u.function]
@@ -35,15 +45,36 @@ def title_line(b: Bundle, previous: Bundle | None = None) -> str:
         flags += [k for k in ("dynamic", "fullgraph", "backward") if opts.get(k)]
     elif t.get("kind") == "torch_trace":
         flags.append("from TORCH_TRACE")
-    text = " · ".join([name, *flags]) + "  │  " + count_line(b)
+    counts, kinds = count_parts(b)
     compile_s = b.timings.get("compile_and_first_call")
-    if compile_s:
-        text += f"  │  compiled in {compile_s:.1f} s"
-    if previous is not None:
-        text += f"  │  before: {len(previous.kernels)} kernels, {len(previous.graphs)} graphs"
-    if b.status != "ok":
-        text += f"  │  ✗ FAILED: {b.error}"
-    return text
+    failed = f"✗ FAILED: {b.error}" if b.status != "ok" else ""
+    before = (f"before: {plural(len(previous.kernels), 'kernel')}, {plural(len(previous.graphs), 'graph')}"
+              if previous is not None else "")
+
+    def build(n_flags: int, with_kinds: bool, with_before: bool, with_time: bool) -> str:
+        cs = list(counts)
+        if with_kinds and kinds:
+            cs[1] += f" ({kinds})"
+        segs = [" · ".join([name, *flags[:n_flags]]), " · ".join(cs)]
+        if with_time and compile_s:
+            segs.append(f"compiled in {compile_s:.1f} s")
+        if with_before and before:
+            segs.append(before)
+        if failed:
+            segs.append(failed)
+        return "  │  ".join(segs)
+
+    tries = [(len(flags), True, True, True), (len(flags), True, True, False), (len(flags), False, True, False),
+             (len(flags), False, False, False), (2, False, False, False), (1, False, False, False),
+             (0, False, False, False)]
+    text = build(*tries[0])
+    if width is None:
+        return text
+    for attempt in tries:
+        text = build(*attempt)
+        if len(text) <= width:
+            return text
+    return text.replace("  │  ", " │ ")
 
 
 def kernel_facts(k: Kernel) -> list[str]:
@@ -63,10 +94,10 @@ def kernel_facts(k: Kernel) -> list[str]:
         out.append(f"aten ops    {', '.join(k.aten_ops)}")
     for u in k.user_lines:
         out.append(f"user line   {base_name(u.file)}:{u.line}  {u.code}")
-    for v in k.triton:
+    for v, label in zip(k.triton, variant_labels(k.triton)):
         md = v.metadata
         shared = md.get("shared")
-        facts = [f"warps={md.get('num_warps')}", f"stages={md.get('num_stages')}"]
+        facts = [label]
         if shared is not None:
             facts.append(f"shared={shared} B")
         if md.get("n_regs") is not None:
@@ -100,9 +131,10 @@ def info_text(b: Bundle, kernel: Kernel | None) -> str:
     if b.environment:
         out.append("")
         out.append("── environment ──")
-        for key, value in b.environment.items():
-            if value not in (None, "", [], {}):
-                out.append(f"{key:<14}{value}")
+        shown = {k: v for k, v in b.environment.items() if v not in (None, "", [], {})}
+        width = max([14, *(len(k) + 2 for k in shown)])
+        for key, value in shown.items():
+            out.append(f"{key:<{width}}{value}")
     if b.autotune:
         out.append("")
         out.append("── autotune ──")

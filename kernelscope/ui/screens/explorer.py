@@ -23,6 +23,7 @@ from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.xref import FX_ORDER, FX_TITLES, BundleIndex, base_name, compact_fx
+from kernelscope.units import plural
 
 # (pane id, title, key). The order is the tab order and the reading order: function -> kernels.
 PANES = (
@@ -61,6 +62,17 @@ def kernel_lexer(lang: str):
         return CppLexer() if lang == "cpp" else PythonLexer()
 
     return make
+
+
+class TitleLine(Static):
+    """The one-line header, fitted to its width: what is dropped when narrow is detail, never a count."""
+
+    def __init__(self, bundle: Bundle, previous: Bundle | None, **kwargs) -> None:
+        super().__init__(markup=False, **kwargs)
+        self.bundle, self.previous = bundle, previous
+
+    def render(self) -> str:
+        return title_line(self.bundle, self.previous, self.size.width or None)
 
 
 class ExplorerScreen(Screen):
@@ -102,7 +114,7 @@ class ExplorerScreen(Screen):
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Static(title_line(self.bundle, self.previous), id="summary", markup=False)
+        yield TitleLine(self.bundle, self.previous, id="summary")
         yield Tabs(*[Tab(f"{key} {TAB_LABELS.get(pid, title)}", id=f"tab-{pid}") for pid, title, key in PANES],
                    id="pane-tabs")
         panes = {
@@ -257,7 +269,7 @@ class ExplorerScreen(Screen):
         self.select_kernel(nxt)
         if len(kernels) > 1:
             names = ", ".join(k.name for k in kernels)
-            self.notify(f"{what} fed {len(kernels)} kernels: {names} (enter again: next)", timeout=4)
+            self.notify(f"{what} fed {plural(len(kernels), 'kernel')}: {names} (enter again: next)", timeout=4)
         else:
             self.notify(f"{what} → {nxt.name}", timeout=2)
 
@@ -380,7 +392,7 @@ class ExplorerScreen(Screen):
         lines = self.index.fx_lines_for_kernel(self.kernel, g, self.fx_kind) if self.kernel else []
         if not view.is_placeholder:
             view.set_marks([n - 1 for n in lines], jump=not view.has_focus)
-        what = f" · {len(lines)} node(s) of {self.kernel.name}" if self.kernel and lines else ""
+        what = f" · {plural(len(lines), 'node')} of {self.kernel.name}" if self.kernel and lines else ""
         shown = "compact (a: as printed)" if self.fx_compact else "as printed (a: compact)"
         pane.border_subtitle = f"{FX_TITLES[self.fx_kind]} · {g.id}{what} · {shown}"
 
@@ -453,7 +465,7 @@ class ExplorerScreen(Screen):
             breaks.add_option(Option("✓ no graph breaks and no recompiles: Dynamo captured it whole",
                                      disabled=True))
         pane = self.query_one("#pane-breaks")
-        pane.border_subtitle = f"{len(b.graph_breaks)} break(s) · {len(b.recompiles)} recompile(s)"
+        pane.border_subtitle = f"{plural(len(b.graph_breaks), 'break')} · {plural(len(b.recompiles), 'recompile')}"
 
     # -- actions that leave the screen -----------------------------------------------------------
     def action_back(self) -> None:

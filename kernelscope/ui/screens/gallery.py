@@ -59,15 +59,32 @@ class GalleryScreen(Screen):
                 samples = OptionList(*[Option(sample_label(t), id=t.name) for t in self.samples], id="samples")
                 samples.border_title = "Samples"
                 yield samples
-                recent = OptionList(*[Option(p.name, id=str(p)) for p in self.recent], id="recent")
+                recent = OptionList(id="recent")
                 recent.border_title = "Recent captures"
-                if not self.recent:
-                    recent.add_option(Option("(none yet: captures land in the kernelscope cache)", disabled=True))
+                self._fill_recent(recent)
                 yield recent
             preview = CodeView(id="preview")
             preview.border_title = "Source"
             yield preview
         yield KeyFooter()
+
+    def _fill_recent(self, recent: OptionList) -> None:
+        from kernelscope.ui.paths import capture_summary
+
+        recent.clear_options()
+        recent.add_options([Option(Text(capture_summary(p), no_wrap=True, overflow="ellipsis"), id=str(p))
+                            for p in self.recent])
+        if not self.recent:
+            recent.add_option(Option("(none yet: captures land in the kernelscope cache)", disabled=True))
+
+    def on_screen_resume(self) -> None:
+        """Back from a capture (or anything else): list the captures made since."""
+        from kernelscope.ui.paths import recent_captures
+
+        found = recent_captures()
+        if found != self.recent:
+            self.recent = found
+            self._fill_recent(self.query_one("#recent", OptionList))
 
     def on_mount(self) -> None:
         self.set_focus(self.query_one("#samples", OptionList))  # now, not a message later (first frame)

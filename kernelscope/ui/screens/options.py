@@ -35,7 +35,9 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
         r = self.request
         dyn = "auto" if r.dynamic is None else ("on" if r.dynamic else "off")
         with Vertical(classes="dialog options-dialog"):
+            # The keys go under the title: at 80x24 the form fills the screen and a hint at the end is cut.
             yield Static("Compile options", classes="dialog-title")
+            yield Static("tab: next field · enter / ctrl+r: compile · escape: cancel", classes="hint options-hint")
             with Horizontal(classes="field"):
                 yield Label("target", classes="field-label")
                 yield Input(r.target, id="opt-target")
@@ -56,7 +58,6 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
                 yield Checkbox(toggle_label("fullgraph", r.fullgraph), r.fullgraph, id="opt-fullgraph")
                 yield Checkbox(toggle_label("backward", r.backward), r.backward, id="opt-backward")
             yield Static(f"✗ {self.error}" if self.error else "", id="opt-error", markup=False)
-            yield Static("tab: next field · enter / ctrl+r: compile · escape: cancel", classes="hint")
 
     def on_mount(self) -> None:
         self.query_one("#opt-args", Input).focus()

@@ -13,24 +13,39 @@ from dataclasses import dataclass
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import ScrollableContainer, Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
 from kernelscope.bench import tables
 from kernelscope.bench.counts import counts_dict
-from kernelscope.bench.runner import Bench, BenchError, BenchSettings
+from kernelscope.bench.runner import Bench, BenchError, BenchSettings, bundle_device, merge
 from kernelscope.bundle.io import BundleError, read_bundle
 from kernelscope.bundle.model import Bundle
 
+DEVICES = ("cuda", "cpu")
+
+
+class KernelInput(Input):
+    """The ``k`` box: escape closes it (not the whole view)."""
+
+    BINDINGS = [Binding("escape", "close", "Close", show=False)]
+
+    def action_close(self) -> None:
+        self.remove_class("-shown")
+        parent = self.parent
+        if parent is not None:
+            parent.focus()
+
 
 class BenchView(Vertical):
-    """Bench results for one bundle; ``r`` runs eager vs compiled, ``w`` sweeps sizes, ``k`` reruns a kernel."""
+    """Bench results for one bundle; ``r`` runs eager vs compiled, ``w`` sweeps sizes, ``k`` reruns a kernel,
+    ``v`` picks the device to run on."""
 
     DEFAULT_CSS = """
     BenchView { height: 1fr; }
     BenchView #bench-status { height: auto; color: $text-muted; padding: 0 1; }
-    BenchView #bench-scroll { height: 1fr; }
+    BenchView #bench-scroll { height: 1fr; overflow-x: auto; overflow-y: auto; }
     BenchView #bench-text { padding: 0 1; width: auto; }
     BenchView #bench-kernel { display: none; }
     BenchView #bench-kernel.-shown { display: block; }
@@ -42,7 +57,14 @@ class BenchView(Vertical):
         Binding("r", "run_bench", "Run bench"),
         Binding("w", "sweep", "Sweep sizes"),
         Binding("k", "kernel", "One kernel"),
+        Binding("v", "device", "Device"),
         Binding("c", "cancel", "Cancel"),
+        Binding("left", "scroll_x(-8)", "Scroll left", show=False),
+        Binding("right", "scroll_x(8)", "Scroll right", show=False),
+        Binding("up", "scroll_y(-1)", "Scroll up", show=False),
+        Binding("down", "scroll_y(1)", "Scroll down", show=False),
+        Binding("pageup", "scroll_y(-10)", show=False),
+        Binding("pagedown", "scroll_y(10)", show=False),
     ]
 
     @dataclass
@@ -56,18 +78,21 @@ class BenchView(Vertical):
     class Finished(Message):
         status: str  # ok, failed, cancelled, crashed
         text: str
+        record: dict | None = None  # the new results, when ok
+        not_saved: str = ""  # why they did not go into the bundle ('' when they did)
 
     def __init__(self, bundle: Bundle, *, settings: BenchSettings | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
         self.bundle = bundle
         self.settings = settings or BenchSettings()
         self._bench: Bench | None = None
+        self.device = self.settings.device or bundle_device(bundle)
 
     def compose(self) -> ComposeResult:
         yield Static(self._idle_status(), id="bench-status", markup=False)
-        yield Input(placeholder="kernel name and changes, e.g. triton_poi_fused_add_relu_0 XBLOCK=512 num_warps=8",
-                    id="bench-kernel")
-        with VerticalScroll(id="bench-scroll"):
+        yield KernelInput(placeholder="kernel name and changes, e.g. triton_poi_fused_add_relu_0 XBLOCK=512 "
+                          "num_warps=8  (enter: run, escape: close)", id="bench-kernel")
+        with ScrollableContainer(id="bench-scroll", can_focus=False):
             yield Static(self.results_text(), id="bench-text", markup=False)
 
     # ---------------------------------------------------------------- text
@@ -84,11 +109,13 @@ class BenchView(Vertical):
         return text + (f"\n{note}" if note else "")
 
     def _idle_status(self) -> str:
-        device = self.bundle.options.get("device") or "cuda"
         stored = self.bundle.extra.get("bench") or {}
         when = (stored.get("run") or stored.get("sweep") or {}).get("ran_at")
         state = f"last run {when}" if when else "not benched yet"
-        return f"{state} · r: eager vs compiled on {device} · w: sweep sizes · k: one kernel changed · c: cancel"
+        captured = bundle_device(self.bundle)
+        device = self.device + (f" (re-captured there; captured on {captured})" if self.device != captured else "")
+        return (f"{state} · r: eager vs compiled on {device} · v: device · w: sweep sizes · k: one kernel "
+                "changed · c: cancel · ←→: scroll")
 
     def _set_status(self, text: str) -> None:
         self.query_one("#bench-status", Static).update(text)
@@ -105,6 +132,23 @@ class BenchView(Vertical):
     def action_sweep(self) -> None:
         self._start(BenchSettings(**{**self.settings.__dict__, "sweep": True, "kernel": None}))
 
+    def action_device(self) -> None:
+        """Run the next bench on the other device (a GPU capture can be measured on the CPU, re-captured)."""
+        if self.running:
+            self._set_status("a bench is running; pick the device after it · c: cancel")
+            return
+        self.device = DEVICES[(DEVICES.index(self.device) + 1) % len(DEVICES)] if self.device in DEVICES else "cpu"
+        self.settings.device = self.device
+        self._set_status(self._idle_status())
+
+    def action_scroll_x(self, cells: int) -> None:
+        scroll = self.query_one("#bench-scroll", ScrollableContainer)
+        scroll.scroll_to(x=max(0, scroll.scroll_x + cells), animate=False)
+
+    def action_scroll_y(self, lines: int) -> None:
+        scroll = self.query_one("#bench-scroll", ScrollableContainer)
+        scroll.scroll_to(y=max(0, scroll.scroll_y + lines), animate=False)
+
     def action_kernel(self) -> None:
         box = self.query_one("#bench-kernel", Input)
         if not box.value:
@@ -117,6 +161,7 @@ class BenchView(Vertical):
     def _kernel_submitted(self, event: Input.Submitted) -> None:
         parts = event.value.split()
         event.input.remove_class("-shown")
+        self.focus()
         if not parts:
             return
         changes: dict[str, int] = {}
@@ -163,7 +208,9 @@ class BenchView(Vertical):
         except Exception as exc:
             self.post_message(self.Finished("crashed", f"{exc.__class__.__name__}: {exc}"))
             return
-        self.post_message(self.Finished(result.status, result.message or f"done in {result.seconds:.1f} s"))
+        where = f"saved in {result.saved_to}" if result.saved_to else result.not_saved
+        self.post_message(self.Finished(result.status, result.message or f"done in {result.seconds:.1f} s, {where}",
+                                        result.record, result.not_saved))
 
     @on(Progress)
     def _progress(self, message: Progress) -> None:
@@ -174,11 +221,14 @@ class BenchView(Vertical):
     def _finished(self, message: Finished) -> None:
         self._bench = None
         if message.status == "ok":
-            try:
-                self.bundle = read_bundle(self.bundle.root)
-            except BundleError as exc:
-                self._set_status(str(exc))
-                return
+            if message.not_saved:  # a read-only bundle: show the results all the same, from memory
+                self.bundle.extra["bench"] = merge(self.bundle.extra.get("bench") or {}, message.record or {})
+            else:
+                try:
+                    self.bundle = read_bundle(self.bundle.root)
+                except BundleError as exc:
+                    self._set_status(str(exc))
+                    return
             self.query_one("#bench-text", Static).update(self.results_text())
             self._set_status(f"bench {message.text} · " + self._idle_status())
         else:

@@ -29,6 +29,7 @@ from kernelscope.report.diff import (
     KernelChange,
     diff_bundles,
     diffs_for,
+    option_changes,
 )
 from kernelscope.ui.widgets.code_view import CodeView
 
@@ -114,8 +115,10 @@ class DiffView(Vertical):
         counts = d.counts()
         ka, kb = len(d.a.kernels), len(d.b.kernels)
         la, lb = (sum(k.launches for k in x.kernels) for x in (d.a, d.b))
+        options = option_changes(d.a, d.b)
         self.query_one("#diff-summary", Static).update(
-            f"A {_short(d.a.target.get('spec', '?'))}  vs  B {_short(d.b.target.get('spec', '?'))}\n"
+            f"A {_short(d.a.target.get('spec', '?'))}  vs  B {_short(d.b.target.get('spec', '?'))}"
+            + (f"  ({'; '.join(options)})" if options else "") + "\n"
             f"kernels {ka} -> {kb}, launches per call {la} -> {lb}, graph breaks {len(d.a.graph_breaks)} -> "
             f"{len(d.b.graph_breaks)}:  " + ", ".join(f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]))
         self._fill_table()
@@ -152,14 +155,15 @@ class DiffView(Vertical):
         if not 0 <= index < len(entries) or self.diff is None:
             return
         e = self.entry = entries[index]
-        self.query_one("#diff-changes", Static).update("\n".join(e.changes) or
+        changes = [c for c in e.changes if c != e.text_summary]  # the tabs below carry the line counts
+        self.query_one("#diff-changes", Static).update("\n".join(changes) or
                                                        ("no difference after normalising paths and hashes"
                                                         if e.status == SAME else ""))
         tabs = self.query_one("#diff-tabs", Tabs)
         await tabs.clear()
         texts = diffs_for(self.diff, e) if e.status not in (ADDED, REMOVED) else []
         for t in texts:
-            label = t.label + (f" +{t.added}-{t.removed}" if t.unified else " =" if t.equal else " ·")
+            label = t.label + (f" +{t.added} -{t.removed}" if t.unified else " =" if t.equal else " ·")
             await tabs.add_tab(Tab(label, id=f"diff-tab-{t.label}"))
         view = self.query_one("#diff-text", CodeView)
         if not texts:

@@ -10,10 +10,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
-from kernelscope.show import fmt_bytes
 from kernelscope.ui.xref import KIND_TAGS, base_name
+from kernelscope.units import fmt_bytes, plural, short_bytes, shorten_middle
 
 GRAPH_ROW = "graph:"
 
@@ -21,10 +22,6 @@ GRAPH_ROW = "graph:"
 def kernel_moved(k: Kernel) -> int | None:
     r, w = k.bytes_read, k.bytes_written
     return None if r is None or w is None else r + w
-
-
-def short_bytes(n: int | None) -> str:
-    return fmt_bytes(n).replace(".0 ", " ").replace(" ", "")
 
 
 class KernelTable(DataTable):
@@ -56,6 +53,7 @@ class KernelTable(DataTable):
         self.selected_id: str | None = None
         self.fed_ids: set[str] = set()
         self._row_ids: list[str] = []
+        self._name_width: int | None = None  # the name column's width now; None: names in full
 
     def on_mount(self) -> None:
         self.add_column(" ", key="mark", width=1)
@@ -75,18 +73,66 @@ class KernelTable(DataTable):
         for g in bundle.graphs:
             ks = [k for k in kernels_in_order if k.graph == g.id]
             if multi or not ks:
-                label = Text(f"{g.kind} graph {g.compile_id} · {len(ks)} kernel(s)", style="bold italic")
-                self.add_row("", label, "", "", "", "", key=GRAPH_ROW + g.id)
+                self.add_row("", self._graph_label(g, len(ks)), "", "", "", "", key=GRAPH_ROW + g.id)
                 self._row_ids.append(GRAPH_ROW + g.id)
             for k in ks:
                 self.add_row(*self._cells(k), key=k.id)
                 self._row_ids.append(k.id)
+        self._name_width = None
+        self._fit()
+
+    # Long names shorten in the middle (``triton_poi_fused_…_relu_0``) so that the numbers after them
+    # (nodes, bytes moved, user lines) always stay in view, at any width.
+    def _graph_label(self, g: Graph, n: int, width: int | None = None) -> Text:
+        text = f"{g.kind} {g.compile_id} · {plural(n, 'kernel')}"
+        if width and len(text) > width:
+            text = shorten_middle(f"{g.kind} {g.compile_id}", width)  # the graph, not its count, when narrow
+        return Text(text, style="bold italic")
+
+    def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
+        suffix = f" ×{k.launches}" if k.launches > 1 else ""
+        name = Text(shorten_middle(k.name, max(width - len(suffix), 8)) if width else k.name,
+                    style="italic" if k.lang == "extern" else "bold")
+        if suffix:
+            name.append(suffix, style="dim")
+        return name
+
+    def _other_widths(self) -> int:
+        """Cells taken by every column but the name, padding included."""
+        total = 0
+        for key, column in self.columns.items():
+            if key.value == "name":
+                continue
+            cells = [column.label.plain] + [str(c) for c in self.get_column(key)]
+            total += max(len(c) for c in cells) + 2 * self.cell_padding
+        return total
+
+    def _fit(self) -> None:
+        width = self.scrollable_content_region.width
+        if width <= 0 or not self._row_ids:
+            return
+        longest = max([len(k.name) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in self.kernels.values()]
+                      + [len(self.columns[ColumnKey("name")].label.plain)])
+        room = max(width - self._other_widths() - 2, 12)
+        wanted = None if longest <= room else room
+        if wanted == self._name_width:
+            return
+        self._name_width = wanted
+        counts = {g: sum(1 for k in self.kernels.values() if k.graph == g) for g in self.graphs}
+        for key in self._row_ids:
+            if key.startswith(GRAPH_ROW):
+                gid = key[len(GRAPH_ROW):]
+                cell = self._graph_label(self.graphs[gid], counts.get(gid, 0), wanted or room)
+            else:
+                cell = self._name_cell(self.kernels[key], wanted)
+            self.update_cell(key, "name", cell, update_width=True)
+
+    def on_resize(self) -> None:
+        self._fit()
 
     def _cells(self, k: Kernel) -> list:
         lines = ",".join(str(u.line) for u in k.user_lines[:3]) + ("…" if len(k.user_lines) > 3 else "")
-        name = Text(k.name, style="italic" if k.lang == "extern" else "bold")
-        if k.launches > 1:
-            name.append(f" ×{k.launches}", style="dim")
+        name = self._name_cell(k)
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
         return [self._mark(k.id), name, KIND_TAGS.get(k.kind, k.kind[:3]), nodes, short_bytes(kernel_moved(k)),
                 lines or "-"]
@@ -152,4 +198,4 @@ class KernelTable(DataTable):
             lines.append(f"{n}\t{k.kind}\t{len(k.fx_nodes)}\t{fmt_bytes(k.bytes_read)}\t{fmt_bytes(k.bytes_written)}\t"
                          + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
         self.app.copy_to_clipboard("\n".join(lines) + "\n")
-        self.notify(f"copied {n} kernels as TSV (OSC 52)", timeout=2)
+        self.notify(f"copied {plural(n, 'kernel')} as TSV (OSC 52)", timeout=2)
