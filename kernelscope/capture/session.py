@@ -129,10 +129,8 @@ def tensors(call: list[dict], device: str) -> tuple:
             t = torch.randn(shape, device=device, dtype=dtype)
         elif dtype == torch.bool:
             t = torch.rand(shape, device=device) > 0.5
-        elif dtype == torch.uint8:
-            t = torch.randint(0, 255, shape, device=device, dtype=dtype)
-        else:
-            t = torch.randint(-100, 100, shape, device=device, dtype=dtype)
+        else:  # integers: the spec's range, [0, 100) by default (token ids, indices are non-negative)
+            t = torch.randint(int(spec.get("low", 0)), int(spec.get("high", 100)), shape, device=device, dtype=dtype)
         if spec.get("requires_grad"):
             t.requires_grad_(True)
         values.append(t)
