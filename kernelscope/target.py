@@ -198,14 +198,29 @@ def samples_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "samples"
 
 
+# A sample of several files is a folder NAME/ whose entry file defines NAME (a function, a class,
+# or an alias to one: ``tiny_gpt = TinyGPT``); the entry imports the folder's other files.
+SAMPLE_ENTRY = "model.py"
+
+
+def _sample_file(name: str) -> Path | None:
+    folder = samples_dir()
+    for path in (folder / f"{name}.py", folder / name / SAMPLE_ENTRY):
+        if path.is_file():
+            return path
+    return None
+
+
 def list_samples() -> list[Target]:
     folder = samples_dir()
     out = []
-    for path in sorted(folder.glob("*.py")):
-        if path.name.startswith("_"):
+    names = [p.stem for p in folder.glob("*.py")] + [p.parent.name for p in folder.glob(f"*/{SAMPLE_ENTRY}")]
+    for name in sorted(set(names)):
+        path = _sample_file(name)
+        if name.startswith("_") or path is None:
             continue
         try:
-            out.append(_resolve_file(str(path), path.stem, spec=path.stem, is_sample=True))
+            out.append(_resolve_file(str(path), name, spec=name, is_sample=True))
         except TargetError:
             continue
     return out
@@ -223,8 +238,8 @@ def resolve_target(spec: str) -> Target:
         return _resolve_file(file, name, spec=spec)
     if spec.endswith(".py") or os.sep in spec:
         raise TargetError(f"{spec}: name the function too, as {spec}::function")
-    sample = samples_dir() / f"{spec}.py"
-    if sample.is_file():
+    sample = _sample_file(spec)
+    if sample is not None:
         return _resolve_file(str(sample), spec, spec=spec, is_sample=True)
     names = ", ".join(t.name for t in list_samples())
     raise TargetError(f"no sample named {spec!r}; samples: {names} (or use path/to/file.py::function)")
@@ -254,6 +269,9 @@ def _resolve_file(file: str, name: str, *, spec: str, is_sample: bool = False) -
     if node is None:
         funcs = [n for n, d in defs.items() if isinstance(d, (ast.FunctionDef, ast.ClassDef)) and not n.startswith("_")]
         raise TargetError(f"{file}: no function or class named {name!r}; found: {', '.join(funcs) or 'none'}")
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and \
+            isinstance(defs.get(node.value.id), (ast.FunctionDef, ast.ClassDef)):
+        node = defs[node.value.id]  # an alias: tiny_gpt = TinyGPT
     first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
     target = Target(
         spec=spec, file=str(path.resolve()), name=name, is_class=isinstance(node, ast.ClassDef),
