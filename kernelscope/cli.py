@@ -49,6 +49,13 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backward", action="store_true", default=None,
                    help="also capture the backward pass (outputs summed to a scalar, then .backward())")
     p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when there is one")
+    grad = p.add_mutually_exclusive_group()
+    grad.add_argument("--no-grad", dest="no_grad", action="store_true", default=None,
+                      help="call the compiled function under torch.no_grad() (an inference graph)")
+    grad.add_argument("--inference-mode", dest="inference_mode", action="store_true", default=None,
+                      help="call it under torch.inference_mode()")
+    p.add_argument("--eval", dest="eval_mode", action="store_true", default=None,
+                   help="module.eval() first (dropout off, batch norm running stats)")
     p.add_argument("--passes", action="store_true", help="also dump every MLIR pass of each Triton kernel")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="stop a compile that runs longer")
 
@@ -58,6 +65,11 @@ def capture_options_from(args: argparse.Namespace, target) -> tuple:
     from kernelscope.target import parse_calls
 
     defaults = dict(target.sample_options)
+
+    def pick(name: str, attr: str) -> bool:
+        value = getattr(args, attr, None)
+        return bool(value if value is not None else defaults.get(name, False))
+
     opts = CaptureOptions(
         mode=args.mode or defaults.get("mode", "default"),
         dynamic=args.dynamic if args.dynamic is not None else defaults.get("dynamic"),
@@ -66,10 +78,17 @@ def capture_options_from(args: argparse.Namespace, target) -> tuple:
         device=args.device or os.environ.get("KERNELSCOPE_DEVICE") or None,
         passes=bool(getattr(args, "passes", False)),
         timeout=args.timeout,
+        no_grad=pick("no_grad", "no_grad"), inference_mode=pick("inference_mode", "inference_mode"),
+        eval=pick("eval", "eval_mode"),
     )
+    if opts.no_grad and opts.inference_mode:
+        opts.no_grad = False  # inference_mode already turns grad off
+    if opts.backward and (opts.no_grad or opts.inference_mode):
+        raise UsageError("--backward needs grad: drop --no-grad / --inference-mode (or the target's OPTIONS)")
     if opts.timeout is not None and opts.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
-    specs = parse_calls(args.args_spec)[0] if args.args_spec is not None else None
+    args_spec = args.args_spec if args.args_spec is not None else defaults.get("args")
+    specs = parse_calls(args_spec)[0] if args_spec is not None else None
     if specs is None and not target.has_inputs_factory:
         raise UsageError(f"{target.spec}: no inputs; pass --args \"f32[1024], ...\" or define "
                          f"{target.name}_inputs(device) next to it")
@@ -96,7 +115,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
             counts = f" [{plural(event.get('graphs', 0), 'graph')}, {plural(event.get('kernels', 0), 'kernel')}]"
         print(f"  {phase:<9} {event.get('message', '')}{counts}", file=sys.stderr, flush=True)
 
-    capture = Capture(target, out, args=specs, args_text=args.args_spec or "", options=opts, replace=args.force,
+    args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
+    capture = Capture(target, out, args=specs, args_text=args_text, options=opts, replace=args.force,
                       on_event=progress)
     try:
         result = capture.run()

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from kernelscope.bundle.io import BundleError, read_bundle, read_text
-from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, to_dict
+from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, run_state, to_dict
 from kernelscope.units import fmt_bytes, plural
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--artifact", metavar="NAME",
                    help="print one artifact: source, output_code, fx-dynamo, fx-aot, fx-aot-joint, fx-post-grad, "
                         "ttir, ttgir, llir, ptx, sass, passes, facts, stdout, stderr")
+    p.add_argument("--launches", action="store_true",
+                   help="list each launch of a kernel launched more than once, with its own FX nodes and lines")
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
 
 
@@ -107,7 +109,14 @@ def autotune_lines(b: Bundle, limit: int = 5, prefix: str = "") -> list[str]:
     return out
 
 
-def summary_text(b: Bundle) -> str:
+def file_name(b: Bundle, file: str) -> str:
+    """A frame's file as the bundle shows it: relative to your project's root (blocks.py,
+    pkg/blocks.py), or below site-packages for a library file."""
+    entry = b.source_entry(file)
+    return entry["name"] if entry else file.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def summary_text(b: Bundle, launches_too: bool = False) -> str:
     out: list[str] = []
     t = b.target
     env = b.environment
@@ -117,6 +126,8 @@ def summary_text(b: Bundle) -> str:
     if opts:
         flags = [f"mode={opts.get('mode') or 'default'}", f"device={opts.get('device')}"]
         flags += [k for k in ("dynamic", "fullgraph", "backward") if opts.get(k)]
+        if run_state(opts):
+            flags.append(run_state(opts))
         out.append("options: " + ", ".join(flags) + (f"   inputs: {', '.join(t.get('inputs', []))}" if t.get("inputs")
                                                       else ""))
     if env:
@@ -149,7 +160,14 @@ def summary_text(b: Bundle) -> str:
             if k.aten_ops:
                 out.append(f"        aten: {', '.join(k.aten_ops)}")
             for u in k.user_lines:
-                out.append(f"        line {u.file.rsplit('/', 1)[-1]}:{u.line}: {u.code}")
+                out.append(f"        line {file_name(b, u.file)}:{u.line}: {u.code}")
+            for u in k.library_lines:
+                out.append(f"        library {file_name(b, u.file)}:{u.line}: {u.code}")
+            if launches_too and len(k.launch_info) > 1:
+                for n, li in enumerate(k.launch_info, start=1):
+                    where = ", ".join(f"{file_name(b, u.file)}:{u.line}" for u in li.user_lines + li.library_lines)
+                    out.append(f"        launch {n}/{len(k.launch_info)} (call() line {li.call_line}): "
+                               f"{', '.join(li.fx_nodes) or '-'}" + (f"  [{where}]" if where else ""))
             if k.lang == "triton":
                 stages = sorted({s for v in k.triton for s in v.files},
                                 key=lambda s: (TRITON_STAGES.index(s) if s in TRITON_STAGES else len(TRITON_STAGES), s))
@@ -230,12 +248,12 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(to_dict(k), indent=1))
         else:
-            sub = Bundle(graphs=[b.graph(k.graph)], kernels=[k], target=b.target)
+            sub = Bundle(graphs=[b.graph(k.graph)], kernels=[k], target=b.target, source=b.source)
             sub.root = b.root
-            sys.stdout.write(summary_text(sub))
+            sys.stdout.write(summary_text(sub, launches_too=getattr(args, "launches", False)))
         return 0
     if args.json:
         print(json.dumps(summary_dict(b), indent=1))
     else:
-        sys.stdout.write(summary_text(b))
+        sys.stdout.write(summary_text(b, launches_too=getattr(args, "launches", False)))
     return 0

@@ -38,11 +38,20 @@ class TensorSpec:
     dtype: str  # torch dtype name: float32, bfloat16, ...
     shape: list[int]
     requires_grad: bool = False
+    low: int | None = None  # integer tensors: values drawn from [low, high)
+    high: int | None = None
 
     def __str__(self) -> str:
         short = {v: k for k, v in DTYPES.items() if len(k) <= 4 and k not in ("long", "half", "bool")}
         name = short.get(self.dtype, self.dtype) if self.dtype != "bool" else "bool"
-        return f"{name}[{', '.join(map(str, self.shape))}]" + (" grad" if self.requires_grad else "")
+        rng = f" {self.low}..{self.high}" if self.low is not None else ""
+        return f"{name}[{', '.join(map(str, self.shape))}]" + rng + (" grad" if self.requires_grad else "")
+
+
+# Integer tensors without a range draw from [0, 100): token ids and indices are non-negative.
+DEFAULT_INT_RANGE = (0, 100)
+INT_BOUNDS = {"int64": (-2**63, 2**63), "int32": (-2**31, 2**31), "int16": (-2**15, 2**15), "int8": (-128, 128),
+              "uint8": (0, 256)}
 
 
 @dataclass
@@ -71,8 +80,27 @@ _SPEC = re.compile(
     r"^\s*(?P<dtype>[A-Za-z][A-Za-z0-9]*)\s*\[(?P<shape>[^\]]*)\]"
     r"(?:\s*\[[^\]]*\])?"  # an FX stride, as printed in graphs: f32[16][1]
     r"(?:\s*(?:cuda|cpu)(?::\d+)?)?"  # an FX device suffix
+    r"(?P<range>\s+\S*\.\.\S*)?"  # integer tensors: a value range, low..high (high excluded)
     r"(?P<grad>\s+(?:grad|requires_grad))?\s*$"
 )
+_RANGE = re.compile(r"^([-+]?\d+)\.\.([-+]?\d+)$")
+
+
+def _parse_range(i: int, item: str, dtype: str, text: str) -> tuple[int, int]:
+    m = _RANGE.match(text)
+    if not m:
+        raise TargetError(f"--args item {i} {item!r}: range {text!r} is not LOW..HIGH with integers, e.g. 0..50257")
+    if dtype not in INT_BOUNDS:
+        raise TargetError(f"--args item {i} {item!r}: a value range is for integer tensors (i64, i32, i16, i8, u8), "
+                          f"not {dtype}")
+    low, high = int(m.group(1)), int(m.group(2))
+    if low >= high:
+        raise TargetError(f"--args item {i} {item!r}: empty range {text}; LOW..HIGH draws from [LOW, HIGH), "
+                          "so HIGH must be greater than LOW")
+    lo, hi = INT_BOUNDS[dtype]
+    if low < lo or high > hi:
+        raise TargetError(f"--args item {i} {item!r}: range {text} does not fit {dtype} ([{lo}, {hi}))")
+    return low, high
 
 
 def _split_top(text: str) -> list[str]:
@@ -121,7 +149,10 @@ def parse_args_spec(text: str) -> list[TensorSpec | ScalarSpec]:
             grad = bool(m.group("grad"))
             if grad and dtype not in ("float32", "float16", "bfloat16", "float64"):
                 raise TargetError(f"--args item {i} {item!r}: only floating-point tensors can require grad")
-            specs.append(TensorSpec(dtype=dtype, shape=shape, requires_grad=grad))
+            spec = TensorSpec(dtype=dtype, shape=shape, requires_grad=grad)
+            if m.group("range"):
+                spec.low, spec.high = _parse_range(i, item, dtype, m.group("range").strip())
+            specs.append(spec)
             continue
         if re.fullmatch(r"[-+]?\d+", item):
             specs.append(ScalarSpec(int(item)))
@@ -132,7 +163,7 @@ def parse_args_spec(text: str) -> list[TensorSpec | ScalarSpec]:
         else:
             raise TargetError(
                 f"--args item {i} {item!r} is not a tensor spec; write dtype[sizes], e.g. f32[4096, 1024] "
-                "(add ' grad' for requires_grad)"
+                "(add ' grad' for requires_grad, ' 0..50257' for an integer range)"
             )
     return specs
 
@@ -148,8 +179,16 @@ def parse_calls(text: str) -> list[list[TensorSpec | ScalarSpec]]:
 
 def spec_dicts(specs: list[TensorSpec | ScalarSpec]) -> list[dict[str, Any]]:
     """Specs as the JSON a child process reads to make the inputs of one call."""
-    return [{"value": a.value} if isinstance(a, ScalarSpec) else
-            {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad} for a in specs]
+    out: list[dict[str, Any]] = []
+    for a in specs:
+        if isinstance(a, ScalarSpec):
+            out.append({"value": a.value})
+            continue
+        d: dict[str, Any] = {"dtype": a.dtype, "shape": a.shape, "requires_grad": a.requires_grad}
+        if a.dtype in INT_BOUNDS:
+            d["low"], d["high"] = (a.low, a.high) if a.low is not None else DEFAULT_INT_RANGE
+        out.append(d)
+    return out
 
 
 def samples_dir() -> Path:
@@ -159,14 +198,29 @@ def samples_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "samples"
 
 
+# A sample of several files is a folder NAME/ whose entry file defines NAME (a function, a class,
+# or an alias to one: ``tiny_gpt = TinyGPT``); the entry imports the folder's other files.
+SAMPLE_ENTRY = "model.py"
+
+
+def _sample_file(name: str) -> Path | None:
+    folder = samples_dir()
+    for path in (folder / f"{name}.py", folder / name / SAMPLE_ENTRY):
+        if path.is_file():
+            return path
+    return None
+
+
 def list_samples() -> list[Target]:
     folder = samples_dir()
     out = []
-    for path in sorted(folder.glob("*.py")):
-        if path.name.startswith("_"):
+    names = [p.stem for p in folder.glob("*.py")] + [p.parent.name for p in folder.glob(f"*/{SAMPLE_ENTRY}")]
+    for name in sorted(set(names)):
+        path = _sample_file(name)
+        if name.startswith("_") or path is None:
             continue
         try:
-            out.append(_resolve_file(str(path), path.stem, spec=path.stem, is_sample=True))
+            out.append(_resolve_file(str(path), name, spec=name, is_sample=True))
         except TargetError:
             continue
     return out
@@ -184,8 +238,8 @@ def resolve_target(spec: str) -> Target:
         return _resolve_file(file, name, spec=spec)
     if spec.endswith(".py") or os.sep in spec:
         raise TargetError(f"{spec}: name the function too, as {spec}::function")
-    sample = samples_dir() / f"{spec}.py"
-    if sample.is_file():
+    sample = _sample_file(spec)
+    if sample is not None:
         return _resolve_file(str(sample), spec, spec=spec, is_sample=True)
     names = ", ".join(t.name for t in list_samples())
     raise TargetError(f"no sample named {spec!r}; samples: {names} (or use path/to/file.py::function)")
@@ -215,6 +269,9 @@ def _resolve_file(file: str, name: str, *, spec: str, is_sample: bool = False) -
     if node is None:
         funcs = [n for n, d in defs.items() if isinstance(d, (ast.FunctionDef, ast.ClassDef)) and not n.startswith("_")]
         raise TargetError(f"{file}: no function or class named {name!r}; found: {', '.join(funcs) or 'none'}")
+    if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and \
+            isinstance(defs.get(node.value.id), (ast.FunctionDef, ast.ClassDef)):
+        node = defs[node.value.id]  # an alias: tiny_gpt = TinyGPT
     first = min([d.lineno for d in getattr(node, "decorator_list", [])] + [node.lineno])
     target = Target(
         spec=spec, file=str(path.resolve()), name=name, is_class=isinstance(node, ast.ClassDef),

@@ -93,3 +93,30 @@ def test_calls_are_separated_by_semicolons():
     assert parse_calls("f32[8]; f32[16]") == [[TensorSpec("float32", [8])], [TensorSpec("float32", [16])]]
     with pytest.raises(TargetError, match="empty call"):
         parse_calls("f32[8];")
+
+
+def test_integer_specs_take_a_range_and_default_to_non_negative():
+    from kernelscope.target import spec_dicts
+
+    ids, mask, x = parse_args_spec("i64[4, 512] 0..50257, u8[4], f32[4] grad")
+    assert (ids.low, ids.high) == (0, 50257)
+    assert str(ids) == "i64[4, 512] 0..50257"
+    sent = spec_dicts([ids, mask, x])
+    assert sent[0]["low"] == 0 and sent[0]["high"] == 50257
+    assert sent[1]["low"] >= 0 and sent[1]["high"] > sent[1]["low"]  # no range: non-negative values
+    assert "low" not in sent[2]
+    (neg,) = parse_args_spec("i8[2] -5..5")
+    assert (neg.low, neg.high) == (-5, 5)
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("i64[4] 5..5", "empty range 5..5"),
+    ("i64[4] 9..2", "HIGH must be greater than LOW"),
+    ("i64[4] 0..x", "is not LOW..HIGH"),
+    ("f32[4] 0..3", "for integer tensors"),
+    ("i8[2] 0..300", "does not fit int8"),
+])
+def test_bad_ranges_are_one_line_errors(spec, words):
+    with pytest.raises(TargetError) as err:
+        parse_args_spec(spec)
+    assert words in str(err.value) and "\n" not in str(err.value)

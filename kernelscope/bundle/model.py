@@ -55,6 +55,21 @@ class UserLine:
     line: int
     code: str = ""
     function: str = ""
+    library: bool = False  # a frame of an installed library (transformers, timm ...), not the user's own code
+
+
+@dataclass
+class LaunchInfo:
+    """One launch of a kernel in call(): a kernel defined once and launched once per layer keeps
+    each layer's FX nodes and lines apart (from Inductor's per-call provenance debug handle)."""
+
+    index: int  # position in call(), as Kernel.launch_index
+    call_line: int | None = None
+    handle: str = ""  # "name:N", Inductor's provenance debug handle
+    fx_nodes: list[str] = field(default_factory=list)
+    fx_nodes_pre: list[str] = field(default_factory=list)
+    user_lines: list[UserLine] = field(default_factory=list)  # innermost frame of your code, per stack
+    library_lines: list[UserLine] = field(default_factory=list)  # innermost library frame, per stack
 
 
 @dataclass
@@ -99,6 +114,10 @@ class Kernel:
     fx_nodes_pre: list[str] = field(default_factory=list)  # pre-grad (Dynamo graph) node names
     aten_ops: list[str] = field(default_factory=list)
     user_lines: list[UserLine] = field(default_factory=list)
+    # Below: from the whole stack of each FX node (outermost call first), not only the target file.
+    library_lines: list[UserLine] = field(default_factory=list)  # innermost library frame of each stack
+    frames: list[UserLine] = field(default_factory=list)  # every kept frame of every stack (call sites too)
+    launch_info: list[LaunchInfo] = field(default_factory=list)  # one per launch, in launch order
     buffers: list[BufferUse] = field(default_factory=list)
     provenance: str = ""  # where fx_nodes came from: "provenance" or "comments"
     triton: list[TritonVariant] = field(default_factory=list)
@@ -208,6 +227,25 @@ class Bundle:
             raise NotInBundle(f"no kernel {key!r} in this capture; kernels: " + ", ".join(k.name for k in self.kernels))
         raise NotInBundle(f"kernel name {key!r} is ambiguous; use one of: " + ", ".join(k.id for k in named))
 
+    def source_files(self) -> list[dict[str, Any]]:
+        """The source files the bundle copied (your files first, then library files): each a dict
+        with ``file`` (the path at capture time), ``path`` (relative to the bundle), ``name`` (to
+        show), ``library``; older bundles: the target file alone."""
+        files = self.source.get("files")
+        if files:
+            return list(files)
+        if self.source.get("path"):
+            name = self.source["path"].removeprefix("source/")
+            return [{"file": self.source.get("file", ""), "path": self.source["path"], "name": name, "library": False}]
+        return []
+
+    def source_entry(self, file: str) -> dict[str, Any] | None:
+        """The copied file for a frame's ``file`` (its path at capture time), or None."""
+        for entry in self.source_files():
+            if entry.get("file") == file:
+                return entry
+        return None
+
     def graph(self, graph_id: str) -> Graph:
         for g in self.graphs:
             if g.id == graph_id:
@@ -216,6 +254,19 @@ class Bundle:
 
     def kernels_of(self, graph_id: str) -> list[Kernel]:
         return [k for k in self.kernels if k.graph == graph_id]
+
+
+def run_state(options: dict[str, Any], *, quiet_default: bool = False) -> str:
+    """How the capture called the function: "no_grad · eval", "inference_mode", "grad · train".
+    Bundles older than these options say nothing (""); ``quiet_default`` says nothing for grad on
+    and train (what torch does unless told otherwise)."""
+    grad = options.get("grad_mode") or ("inference_mode" if options.get("inference_mode") else
+                                        "no_grad" if options.get("no_grad") else "")
+    train = options.get("train") or ("eval" if options.get("eval") else "")
+    if not grad and not train:
+        return ""
+    parts = [p for p in (grad, train) if p and not (quiet_default and p in ("grad", "train"))]
+    return " · ".join(parts)
 
 
 def to_dict(obj: Any) -> Any:
@@ -247,6 +298,14 @@ def from_dict(data: dict) -> Bundle:
     for k in data.get("kernels", []):
         kern = _build(Kernel, k)
         kern.user_lines = [_build(UserLine, u) for u in k.get("user_lines", [])]
+        kern.library_lines = [_build(UserLine, u) for u in k.get("library_lines", [])]
+        kern.frames = [_build(UserLine, u) for u in k.get("frames", [])]
+        kern.launch_info = []
+        for li in k.get("launch_info", []):
+            info = _build(LaunchInfo, li)
+            info.user_lines = [_build(UserLine, u) for u in li.get("user_lines", [])]
+            info.library_lines = [_build(UserLine, u) for u in li.get("library_lines", [])]
+            kern.launch_info.append(info)
         kern.buffers = [_build(BufferUse, x) for x in k.get("buffers", [])]
         kern.triton = [_build(TritonVariant, v) for v in k.get("triton", [])]
         kernels.append(kern)

@@ -45,6 +45,9 @@ class CaptureOptions:
     device: str | None = None  # None: cuda when the child sees one
     passes: bool = False  # dump every MLIR pass (MLIR_ENABLE_DUMP)
     timeout: float | None = None  # seconds
+    no_grad: bool = False  # run the compiled calls under torch.no_grad()
+    inference_mode: bool = False  # ... under torch.inference_mode()
+    eval: bool = False  # module.eval() first, when the target is (or holds) an nn.Module
 
 
 @dataclass
@@ -161,7 +164,8 @@ class Capture(ChildJob):
                        "first_line": self.target.first_line, "last_line": self.target.last_line},
             "calls": calls, "args_text": self.args_text, "passes": opts.passes,
             "options": {"mode": opts.mode, "dynamic": opts.dynamic, "fullgraph": opts.fullgraph,
-                        "backward": opts.backward, "device": opts.device},
+                        "backward": opts.backward, "device": opts.device, "no_grad": opts.no_grad,
+                        "inference_mode": opts.inference_mode, "eval": opts.eval},
         }
 
     def run(self) -> CaptureResult:

@@ -98,6 +98,42 @@ def load_target(target: dict, device: str):
     return module, fn
 
 
+def modules_of(fn, module) -> list:
+    """The nn.Modules a target is or holds: itself, a bound method's owner, the modules its code
+    names as globals of its file or holds in its closure."""
+    if isinstance(fn, torch.nn.Module):
+        return [fn]
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module):
+        return [owner]
+    found = []
+    code = getattr(fn, "__code__", None)
+    if code is not None:
+        for name in code.co_names:
+            value = getattr(module, name, None)
+            if isinstance(value, torch.nn.Module):
+                found.append(value)
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(value, torch.nn.Module):
+                found.append(value)
+    return found
+
+
+def grad_context(options: dict):
+    """The context the compiled calls run in: torch.inference_mode(), torch.no_grad() or grad on."""
+    import contextlib
+
+    if options.get("inference_mode"):
+        return torch.inference_mode()
+    if options.get("no_grad"):
+        return torch.no_grad()
+    return contextlib.nullcontext()
+
+
 def _user_frame(exc: BaseException, path: str) -> str:
     """" (at file.py:LINE)" for the innermost frame in the user's file, from the traceback or, for
     Dynamo's errors (raised outside the user's frames), from the "from user code" text."""
@@ -130,10 +166,8 @@ def tensors(call: list[dict], device: str) -> tuple:
             t = torch.randn(shape, device=device, dtype=dtype)
         elif dtype == torch.bool:
             t = torch.rand(shape, device=device) > 0.5
-        elif dtype == torch.uint8:
-            t = torch.randint(0, 255, shape, device=device, dtype=dtype)
-        else:
-            t = torch.randint(-100, 100, shape, device=device, dtype=dtype)
+        else:  # integers: the spec's range, [0, 100) by default (token ids, indices are non-negative)
+            t = torch.randint(int(spec.get("low", 0)), int(spec.get("high", 100)), shape, device=device, dtype=dtype)
         if spec.get("requires_grad"):
             t.requires_grad_(True)
         values.append(t)
@@ -260,6 +294,15 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
             if not any(p.requires_grad for p in params):
                 raise CaptureFailure("args", "--backward needs an input that requires grad: add ' grad' to an --args "
                                      "entry, e.g. \"f32[512, 1024] grad\"")
+        held = modules_of(fn, module)
+        if options.get("eval"):
+            if not held:
+                raise CaptureFailure("args", f"--eval: {target['name']} is not an nn.Module and holds none; drop --eval")
+            for m in held:
+                m.eval()
+        options["grad_mode"] = ("inference_mode" if options.get("inference_mode") else
+                                "no_grad" if options.get("no_grad") else "grad")
+        options["train"] = ("eval" if all(not m.training for m in held) else "train") if held else None
         mode = options.get("mode") or "default"
         compiled = torch.compile(
             fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
@@ -271,7 +314,8 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
             for i, call in enumerate(calls):
                 if i:
                     events.emit("compile", f"call {i + 1} of {len(calls)}", graphs=counter.graphs, kernels=counter.kernels)
-                out = compiled(*call)
+                with grad_context(options):
+                    out = compiled(*call)
             if device == "cuda":
                 torch.cuda.synchronize()
         except CaptureFailure:

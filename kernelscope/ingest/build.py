@@ -24,6 +24,7 @@ from kernelscope.bundle.model import (
     Graph,
     GraphBreak,
     Kernel,
+    LaunchInfo,
     Recompile,
     TritonVariant,
     UserLine,
@@ -258,30 +259,52 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
                 k.source = _write(staging, f"kernels/{graph.id}/{kdef.name}.{ext}", kdef.source)
             k.buffers = launch.buffers
         # Fused nodes: Inductor's provenance tracking first, the output code's comments otherwise.
+        info = LaunchInfo(index=index, call_line=launch.line, handle=launch.handle)
         nodes = cpp_to_post.get(launch.handle) if launch.handle else None
         if nodes:
             k.provenance = "provenance"
-            k.fx_nodes = _dedupe(k.fx_nodes + _in_graph_order(nodes, post_nodes))
+            info.fx_nodes = _in_graph_order(_dedupe(nodes), post_nodes)
             pre = [x for n in nodes for x in post_to_pre.get(n, [])]
-            k.fx_nodes_pre = _dedupe(k.fx_nodes_pre + _in_graph_order(pre, pre_nodes))
+            info.fx_nodes_pre = _in_graph_order(_dedupe(pre), pre_nodes)
         else:
             k.provenance = k.provenance or "comments"
             fragment = [n for n, _ in fx.fragment_nodes(kdef.comments)] if kdef else []
-            k.fx_nodes = _dedupe(k.fx_nodes + (fragment or [n for n in launch.comment_nodes if n in post_nodes]))
-            k.fx_nodes_pre = _dedupe(k.fx_nodes_pre + [n for n in (launch.comment_nodes or
-                                                                   (kdef.comment_nodes if kdef else [])) if n])
+            info.fx_nodes = _dedupe(fragment or [n for n in launch.comment_nodes if n in post_nodes])
+            info.fx_nodes_pre = _dedupe([n for n in (launch.comment_nodes or
+                                                     (kdef.comment_nodes if kdef else [])) if n])
+        k.fx_nodes = _dedupe(k.fx_nodes + info.fx_nodes)
+        k.fx_nodes_pre = _dedupe(k.fx_nodes_pre + info.fx_nodes_pre)
         aten = launch.comment_aten or (kdef.comment_aten if kdef else [])
         if not aten:
             aten = [_aten_of(post_nodes[n].target) for n in k.fx_nodes if n in post_nodes]
         k.aten_ops = _dedupe(k.aten_ops + [a for a in aten if a])
-        lines = fx.stack_user_lines(p.stack_traces.get(launch.handle, []), raw.user_file) if launch.handle else []
-        if not lines:
-            lines = [post_nodes[n].user for n in k.fx_nodes if n in post_nodes and post_nodes[n].user]
-            lines += [pre_nodes[n].user for n in k.fx_nodes_pre if n in pre_nodes and pre_nodes[n].user]
-        for ul in lines:
-            if all((u.file, u.line) != (ul.file, ul.line) for u in k.user_lines):
-                k.user_lines.append(UserLine(file=ul.file, line=ul.line, code=ul.code, function=ul.function))
-        k.user_lines.sort(key=lambda u: (u.file, u.line))
+        # The whole stack of each fused node: Inductor's per-launch stack traces, else the FX graphs'
+        # "# File:" comments (the innermost frame only).
+        stacks = [fx.stack_frames(t) for t in p.stack_traces.get(launch.handle, [])] if launch.handle else []
+        stacks = [st for st in stacks if st]
+        if not stacks:
+            commented = [post_nodes[n].user for n in info.fx_nodes if n in post_nodes and post_nodes[n].user]
+            commented += [pre_nodes[n].user for n in info.fx_nodes_pre if n in pre_nodes and pre_nodes[n].user]
+            for u in commented:
+                kind = fx.frame_kind(u.file)
+                if kind != "skip":
+                    stacks.append([UserLine(file=u.file, line=u.line, code=u.code, function=u.function,
+                                            library=kind == "library")])
+        for st in stacks:
+            user, lib = fx.innermost(st)
+            if user is not None:
+                _add_line(info.user_lines, user)
+            if lib is not None:
+                _add_line(info.library_lines, lib)
+            for f in st:
+                _add_line(k.frames, f)
+        for u in info.user_lines:
+            _add_line(k.user_lines, u)
+        for u in info.library_lines:
+            _add_line(k.library_lines, u)
+        k.launch_info.append(info)
+        for lines in (k.user_lines, k.library_lines, k.frames):
+            lines.sort(key=lambda u: (u.file, u.line))
         if k.lang == "triton" and not k.triton:
             k.triton = _variants(staging, graph.id, k, cache, raw.best_configs, name_is_unique=name_counts[k.name] == 1)
             grid = launch_grid(kdef, launch.args, next((v.config for v in k.triton if v.chosen), {}))
@@ -322,6 +345,11 @@ def _nodes_from_stack_lines(graph: Graph, bundle: Bundle, p: _GraphParts, post_n
             claimed.update(nodes)
             if not k.aten_ops:
                 k.aten_ops = _dedupe([_aten_of(post_nodes[n].target) for n in nodes])
+
+
+def _add_line(lines: list[UserLine], ul: UserLine) -> None:
+    if all((u.file, u.line) != (ul.file, ul.line) for u in lines):
+        lines.append(UserLine(file=ul.file, line=ul.line, code=ul.code, function=ul.function, library=ul.library))
 
 
 def launch_grid(kdef, args: list, config: dict[str, Any]) -> str:

@@ -76,5 +76,48 @@ def stack_user_lines(frames: list[str], user_file: str = "") -> list[UserLine]:
     return lines
 
 
+# Packages whose frames are torch.compile's machinery, not code a user reads for their model.
+_SKIP_PACKAGES = {"torch", "triton", "functorch", "torchgen", "kernelscope"}
+_SITE = ("site-packages", "dist-packages")
+_MACHINERY = re.compile(r"/(torch|functorch)/(_[a-z_]+|nn|fx|utils|autograd|export|ao|functional\.py)(/|$)|"
+                        r"/triton/(language|runtime|compiler|backends)/|/kernelscope/(capture|ingest|bench)/")
+
+
+def frame_kind(path: str) -> str:
+    """"user" (your code), "library" (an installed package: transformers, timm ...) or "skip"
+    (torch, triton, the Python installation, generated code)."""
+    if not path or path.startswith("<") or "/" not in path and "\\" not in path:
+        return "skip"
+    parts = path.replace("\\", "/").split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part in _SITE:
+            return "skip" if parts[i + 1] in _SKIP_PACKAGES else "library"
+    # A source checkout of torch or triton (an editable install), the standard library, kernelscope.
+    if _MACHINERY.search(path) or re.search(r"/lib/python3\.\d+/", path):
+        return "skip"
+    return "user"
+
+
+def stack_frames(frame_text: str) -> list[UserLine]:
+    """The kept frames of one printed stack trace (outermost first), library frames marked."""
+    out = []
+    for file, line, function, code in _STACK_FRAME.findall(frame_text):
+        kind = frame_kind(file)
+        if kind == "skip":
+            continue
+        out.append(UserLine(file=file, line=int(line), function=function.strip(), code=code.strip(),
+                            library=kind == "library"))
+    return out
+
+
+def innermost(frames: list[UserLine]) -> tuple[UserLine | None, UserLine | None]:
+    """(innermost frame of your code, innermost library frame below it) of one stack."""
+    user = next((f for f in reversed(frames) if not f.library), None)
+    lib = next((f for f in reversed(frames) if f.library), None)
+    if user is not None and lib is not None and frames.index(lib) < frames.index(user):
+        lib = None  # a library that calls back into your code: your line is the innermost that matters
+    return user, lib
+
+
 def same_file(a: str, b: str) -> bool:
     return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]

@@ -238,13 +238,15 @@ def request_from_args(args: argparse.Namespace) -> CaptureRequest:
     from kernelscope.target import TargetError, resolve_target
 
     target = resolve_target(args.what)
-    req = CaptureRequest(target=args.what, args_text=args.args_spec or "", out=args.out)
+    args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
+    req = CaptureRequest(target=args.what, args_text=args_text, out=args.out)
     try:
         opts, _ = capture_options_from(args, target)
     except TargetError:
         opts, _ = capture_options_from(argparse.Namespace(**{**vars(args), "args_spec": None}), target)
     return req.with_options(mode=opts.mode, dynamic=opts.dynamic, fullgraph=opts.fullgraph, backward=opts.backward,
-                            device=opts.device, passes=opts.passes, timeout=opts.timeout)
+                            device=opts.device, passes=opts.passes, timeout=opts.timeout, no_grad=opts.no_grad,
+                            inference_mode=opts.inference_mode, eval=opts.eval)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -25,6 +25,9 @@ class CaptureRequest:
     backward: bool = False
     device: str | None = None  # None: cuda when there is one
     passes: bool = False
+    no_grad: bool = False
+    inference_mode: bool = False
+    eval: bool = False
     timeout: float | None = None
     out: str | None = None  # None: a fresh folder in the cache
     origin_file: str | None = None  # the user's own file, when ``target`` is a scratch copy of it
@@ -38,7 +41,7 @@ class CaptureRequest:
         flags = [f"mode={self.mode}", f"device={self.device or 'auto'}"]
         if self.dynamic is not None:
             flags.append(f"dynamic={self.dynamic}")
-        flags += [k for k in ("fullgraph", "backward") if getattr(self, k)]
+        flags += [k for k in ("fullgraph", "backward", "no_grad", "inference_mode", "eval") if getattr(self, k)]
         return f"{self.target}  ({', '.join(flags)})"
 
     def check(self) -> tuple[Target, list | None]:
@@ -55,7 +58,8 @@ class CaptureRequest:
         """A capture of ``target`` with its own default options (a sample's OPTIONS)."""
         opts = target.sample_options
         return cls(target=target.spec, mode=opts.get("mode", "default"), dynamic=opts.get("dynamic"),
-                   fullgraph=bool(opts.get("fullgraph")), backward=bool(opts.get("backward")))
+                   fullgraph=bool(opts.get("fullgraph")), backward=bool(opts.get("backward")),
+                   args_text=str(opts.get("args") or ""), **grad_options(opts))
 
     @classmethod
     def from_bundle_target(cls, target: dict[str, Any], options: dict[str, Any]) -> CaptureRequest | None:
@@ -72,5 +76,10 @@ class CaptureRequest:
             target=spec, args_text=target.get("args") or "",
             mode=options.get("mode") or "default", dynamic=options.get("dynamic"),
             fullgraph=bool(options.get("fullgraph")), backward=bool(options.get("backward")),
-            device=options.get("device"),
+            device=options.get("device"), **grad_options(options),
         )
+
+
+def grad_options(options: dict[str, Any]) -> dict[str, bool]:
+    """no_grad / inference_mode / eval from a target's OPTIONS or a bundle's options."""
+    return {k: bool(options.get(k)) for k in ("no_grad", "inference_mode", "eval")}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelscope.bundle.model import Bundle, Kernel
+from kernelscope.bundle.model import Bundle, Kernel, run_state
 from kernelscope.show import autotune_lines, variant_labels
 from kernelscope.ui.xref import base_name
 from kernelscope.units import fmt_bytes, plural
@@ -43,6 +43,8 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
         flags.append(opts.get("device") or "auto")
         flags.append(f"mode={opts.get('mode') or 'default'}")
         flags += [k for k in ("dynamic", "fullgraph", "backward") if opts.get(k)]
+        if run_state(opts, quiet_default=True):
+            flags.append(run_state(opts, quiet_default=True))
     elif t.get("kind") == "torch_trace":
         flags.append("from TORCH_TRACE")
     counts, kinds = count_parts(b)
@@ -94,6 +96,12 @@ def kernel_facts(k: Kernel) -> list[str]:
         out.append(f"aten ops    {', '.join(k.aten_ops)}")
     for u in k.user_lines:
         out.append(f"user line   {base_name(u.file)}:{u.line}  {u.code}")
+    for u in k.library_lines:
+        out.append(f"library     {base_name(u.file)}:{u.line}  {u.code}")
+    if len(k.launch_info) > 1:
+        out.append(f"launches    {len(k.launch_info)}, each with its own nodes:")
+        for n, li in enumerate(k.launch_info, start=1):
+            out.append(f"  {n:>2}. {', '.join(li.fx_nodes) or '-'}")
     for v, label in zip(k.triton, variant_labels(k.triton)):
         md = v.metadata
         shared = md.get("shared")

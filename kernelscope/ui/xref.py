@@ -74,6 +74,7 @@ class BundleIndex:
         self._texts: dict[str, str] = {}
         self._fx: dict[tuple[str, str], list[FxNode]] = {}
         self._source: SourceText | None = None
+        self._source_file: str | None = None  # the file the source view shows (None: the target's)
         self._call_start: dict[str, int] = {}
 
     # -- texts ---------------------------------------------------------------------------------
@@ -143,8 +144,56 @@ class BundleIndex:
             self._source = self._build_source()
         return self._source
 
+    def source_files(self) -> list[dict]:
+        """The copied source files: yours first (the target's first of those), then library files."""
+        return self.bundle.source_files()
+
+    @property
+    def source_file(self) -> str:
+        return self._source_file or (self.bundle.source or {}).get("file") or self.bundle.target.get("file") or ""
+
+    def set_source_file(self, file: str) -> bool:
+        """Show ``file`` (a frame's path at capture time) in the source view; False if not copied."""
+        if self.bundle.source_entry(file) is None:
+            return False
+        if file != self.source_file or self._source is None:
+            self._source_file = file
+            self._source = None
+        return True
+
+    @staticmethod
+    def kernel_lines(kernel: Kernel):
+        """Every line a kernel came from: innermost lines and the call sites above them."""
+        return [*kernel.user_lines, *kernel.library_lines, *kernel.frames]
+
+    def files_for_kernel(self, kernel: Kernel | None) -> dict[str, int]:
+        """Copied file -> how many of its lines the kernel came from."""
+        out: dict[str, int] = {}
+        if kernel is None:
+            return out
+        for entry in self.source_files():
+            lines = {u.line for u in self.kernel_lines(kernel) if u.file == entry["file"]}
+            if lines:
+                out[entry["file"]] = len(lines)
+        return out
+
+    def home_file(self, kernel: Kernel) -> str | None:
+        """The copied file of the kernel's innermost line of your code (else its library line)."""
+        for u in [*kernel.user_lines, *kernel.library_lines]:
+            if self.bundle.source_entry(u.file) is not None:
+                return u.file
+        return None
+
     def _build_source(self) -> SourceText:
         src = self.bundle.source or {}
+        entry = self.bundle.source_entry(self._source_file) if self._source_file else None
+        if entry is not None and entry.get("file") != src.get("file"):
+            text = self.text(entry["path"])
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            rows = [SourceRow(entry["file"], i + 1, code) for i, code in enumerate(lines)]
+            return SourceText(text, rows, True, entry["file"])
         user_file = src.get("file") or self.bundle.target.get("file") or ""
         text = self.text(src.get("path")) if src.get("path") else ""
         if text:
@@ -175,7 +224,8 @@ class BundleIndex:
             return None
         src = self.source()
         if src.copied:
-            if same_file(file, src.file) and 1 <= line <= len(src.rows):
+            exact = len(self.source_files()) > 1  # several files: by full path (two model.py may differ)
+            if (file == src.file if exact else same_file(file, src.file)) and 1 <= line <= len(src.rows):
                 return line - 1
             return None
         for i, r in enumerate(src.rows):
@@ -184,7 +234,7 @@ class BundleIndex:
         return None
 
     def source_rows_for_kernel(self, kernel: Kernel) -> list[int]:
-        rows = (self.source_row(u.file, u.line) for u in kernel.user_lines)
+        rows = (self.source_row(u.file, u.line) for u in self.kernel_lines(kernel))
         return sorted({r for r in rows if r is not None})
 
     def kernels_for_source_row(self, row: int) -> list[Kernel]:
@@ -192,8 +242,10 @@ class BundleIndex:
         if not 0 <= row < len(src.rows):
             return []
         r = src.rows[row]
+        exact = src.copied and len(self.source_files()) > 1
         return [k for k in self.kernels_in_order()
-                if any(u.line == r.line and same_file(u.file, r.file) for u in k.user_lines)]
+                if any(u.line == r.line and (u.file == r.file if exact else same_file(u.file, r.file))
+                       for u in self.kernel_lines(k))]
 
     # -- output code -----------------------------------------------------------------------------
     def _call_def_line(self, graph: Graph) -> int:

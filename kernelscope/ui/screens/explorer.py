@@ -22,6 +22,7 @@ from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.ui.widgets.search_bar import SearchBar
+from kernelscope.ui.widgets.source_files import SourceFiles
 from kernelscope.ui.xref import FX_ORDER, FX_TITLES, BundleIndex, base_name, compact_fx
 from kernelscope.units import plural
 
@@ -83,6 +84,7 @@ class ExplorerScreen(Screen):
         Binding("full_stop", "step_kernel(1)", "Next kernel", key_display="."),
         Binding("u", "goto('source')", "User lines"),
         Binding("x", "goto('fx')", "FX nodes"),
+        Binding("f", "next_file", "Next file", show=False),
         Binding("o", "goto('output')", "Launch"),
         Binding("left_square_bracket", "fx_kind(-1)", "FX ←", key_display="["),
         Binding("right_square_bracket", "fx_kind(1)", "FX →", key_display="]"),
@@ -132,6 +134,8 @@ class ExplorerScreen(Screen):
             for pid in GRID_ORDER:
                 with Vertical(id=f"pane-{pid}", classes=" ".join(["pane", *self._pane_classes(pid)])) as pane:
                     pane.border_title = f"{PANE_KEYS[pid]} {PANE_TITLES[pid]}"
+                    if pid == "source":
+                        yield SourceFiles(id="source-files")
                     if pid == "fx":
                         yield Tabs(*[Tab(FX_TITLES[k], id=f"fxk-{k}") for k in FX_ORDER], id="fx-tabs",
                                    active=f"fxk-{self.fx_kind}")
@@ -232,6 +236,7 @@ class ExplorerScreen(Screen):
         self._load_fx()
         self._load_kernel()
         self._load_output()
+        self._show_kernel_file()
         self._mark_source()
         self.query_one("#info", CodeView).set_text(info_text(self.bundle, kernel))
 
@@ -366,6 +371,45 @@ class ExplorerScreen(Screen):
             rows = src.rows
             view.set_document(TextDoc(src.text, python_lexer), labels=lambda i: str(rows[i].line))
             pane.border_subtitle = f"{base_name(src.file)}: no copy in bundle; recorded lines only"
+
+    def _show_kernel_file(self) -> None:
+        """Several source files: show the file of the kernel's innermost line unless the one in view
+        holds one of its innermost lines (not only a call site); the file list says how many lines
+        of the kernel each file holds."""
+        files = self.index.source_files()
+        if len(files) <= 1:
+            return
+        counts = self.index.files_for_kernel(self.kernel)
+        home = self.index.home_file(self.kernel) if self.kernel else None
+        inner = {u.file for u in self.kernel.user_lines + self.kernel.library_lines} if self.kernel else set()
+        if home and self.index.source_file not in inner:
+            self._show_source_file(home)
+        self.query_one(SourceFiles).load(files, self.index.source_file, counts)
+
+    def _show_source_file(self, file: str) -> None:
+        if file != self.index.source_file and self.index.set_source_file(file):
+            self._load_source()
+            self._mark_source()
+        self.query_one(SourceFiles).load(self.index.source_files(), self.index.source_file,
+                                         self.index.files_for_kernel(self.kernel))
+
+    @on(SourceFiles.Chosen)
+    def _source_file_chosen(self, event: SourceFiles.Chosen) -> None:
+        self._show_source_file(event.file)
+        self.set_focus(self.query_one("#source", CodeView))
+
+    def action_next_file(self) -> None:
+        """The next file that holds lines of the selected kernel (every file when it has none)."""
+        files = [e["file"] for e in self.index.source_files()]
+        if len(files) <= 1:
+            self.notify("this capture has one source file", timeout=2)
+            return
+        counts = self.index.files_for_kernel(self.kernel)
+        ring = [f for f in files if f in counts] or files
+        cur = self.index.source_file
+        nxt = ring[(ring.index(cur) + 1) % len(ring)] if cur in ring else ring[0]
+        self._show_source_file(nxt)
+        self.action_show_pane("source")
 
     def _mark_source(self) -> None:
         view = self.query_one("#source", CodeView)

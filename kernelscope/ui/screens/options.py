@@ -1,5 +1,5 @@
 """OptionsScreen: the small form to (re)compile with other options: inputs, mode, dynamic,
-fullgraph, backward, device. Validates in place; a bad args spec is one line under the form."""
+fullgraph, backward, device, grad mode, eval. Validates in place; a bad args spec is one line under the form."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from textual.widgets import Checkbox, Input, Label, Select, Static
 from kernelscope.ui.capture_request import MODES, CaptureRequest
 
 DYNAMIC = (("auto (None)", "auto"), ("True", "on"), ("False", "off"))
+GRAD = (("grad on", "grad"), ("torch.no_grad()", "no_grad"), ("torch.inference_mode()", "inference_mode"))
 DEVICES = (("auto (cuda when present)", "auto"), ("cpu", "cpu"), ("cuda", "cuda"))
 
 
@@ -55,6 +56,11 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
                 yield Label("device", classes="field-label")
                 yield Select(DEVICES, value=r.device or "auto", allow_blank=False, id="opt-device")
             with Horizontal(classes="field"):
+                yield Label("grad", classes="field-label")
+                grad = "inference_mode" if r.inference_mode else "no_grad" if r.no_grad else "grad"
+                yield Select(GRAD, value=grad, allow_blank=False, id="opt-grad")
+            with Horizontal(classes="field"):
+                yield Checkbox(toggle_label("eval", r.eval), r.eval, id="opt-eval")
                 yield Checkbox(toggle_label("fullgraph", r.fullgraph), r.fullgraph, id="opt-fullgraph")
                 yield Checkbox(toggle_label("backward", r.backward), r.backward, id="opt-backward")
             yield Static(f"✗ {self.error}" if self.error else "", id="opt-error", markup=False)
@@ -71,6 +77,7 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
     def _collect(self) -> CaptureRequest:
         dyn = self.query_one("#opt-dynamic", Select).value
         dev = self.query_one("#opt-device", Select).value
+        grad = self.query_one("#opt-grad", Select).value
         return self.request.with_options(
             target=self.query_one("#opt-target", Input).value.strip(),
             args_text=self.query_one("#opt-args", Input).value.strip(),
@@ -79,6 +86,8 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
             device=None if dev == "auto" else str(dev),
             fullgraph=self.query_one("#opt-fullgraph", Checkbox).value,
             backward=self.query_one("#opt-backward", Checkbox).value,
+            no_grad=grad == "no_grad", inference_mode=grad == "inference_mode",
+            eval=self.query_one("#opt-eval", Checkbox).value,
         )
 
     def action_submit(self) -> None:
