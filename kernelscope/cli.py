@@ -35,7 +35,7 @@ class UsageError(Exception):
 
 
 def add_capture_options(p: argparse.ArgumentParser) -> None:
-    from kernelscope.capture.runner import MODES
+    from kernelscope.capture.runner import MODES, PREVIEW_ARCHES
 
     p.add_argument("--args", dest="args_spec", metavar="SPEC",
                    help='input shapes as FX prints them: "f32[4096, 1024], f32[1024]"; add " grad" for requires_grad; '
@@ -50,6 +50,9 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when there is one")
     p.add_argument("--passes", action="store_true", help="also dump every MLIR pass of each Triton kernel")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="stop a compile that runs longer")
+    p.add_argument("--preview", choices=PREVIEW_ARCHES, default=None, metavar="ARCH",
+                   help="what Inductor would emit for this GPU arch (" + "|".join(PREVIEW_ARCHES) + "), with no GPU: "
+                        "generated, never run")
 
 
 def capture_options_from(args: argparse.Namespace, target) -> tuple:
@@ -65,7 +68,13 @@ def capture_options_from(args: argparse.Namespace, target) -> tuple:
         device=args.device or os.environ.get("KERNELSCOPE_DEVICE") or None,
         passes=bool(getattr(args, "passes", False)),
         timeout=args.timeout,
+        preview=getattr(args, "preview", None),
     )
+    if opts.preview and opts.mode.startswith("max-autotune"):
+        raise UsageError(f"--mode {opts.mode} cannot be previewed: it picks kernels by timing them on the GPU; "
+                         "use --mode default or reduce-overhead with --preview")
+    if opts.preview and args.device == "cpu":
+        raise UsageError("--preview and --device cpu contradict each other: a preview is for a CUDA GPU; drop one")
     if opts.timeout is not None and opts.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     specs = parse_calls(args.args_spec)[0] if args.args_spec is not None else None

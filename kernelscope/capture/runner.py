@@ -34,6 +34,7 @@ from kernelscope.capture.collect import write_bundle_from_work
 from kernelscope.target import ScalarSpec, Target, TensorSpec, parse_calls, spec_dicts
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+PREVIEW_ARCHES = ("sm_80", "sm_89", "sm_90", "sm_100", "sm_120")  # --preview (capture/preview_patches.py)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class CaptureOptions:
     device: str | None = None  # None: cuda when the child sees one
     passes: bool = False  # dump every MLIR pass (MLIR_ENABLE_DUMP)
     timeout: float | None = None  # seconds
+    preview: str | None = None  # "sm_90": what Inductor emits for that GPU, generated here, never run
 
 
 @dataclass
@@ -161,7 +163,8 @@ class Capture(ChildJob):
                        "first_line": self.target.first_line, "last_line": self.target.last_line},
             "calls": calls, "args_text": self.args_text, "passes": opts.passes,
             "options": {"mode": opts.mode, "dynamic": opts.dynamic, "fullgraph": opts.fullgraph,
-                        "backward": opts.backward, "device": opts.device},
+                        "backward": opts.backward, "device": opts.device,
+                        **({"preview": opts.preview} if opts.preview else {})},
         }
 
     def run(self) -> CaptureResult:

@@ -6,6 +6,7 @@ TORCH_TRACE, TORCH_LOGS, torch.compile options, Inductor's documented config fla
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -51,6 +52,7 @@ class _OutputCodeCounter(logging.Handler):
         self.events = events
         self.graphs = 0
         self.kernels = 0
+        self.codes: list[str] = []  # every output code logged (the preview's sanity checks read them)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -60,6 +62,7 @@ class _OutputCodeCounter(logging.Handler):
         if not msg.startswith("Output code: "):
             return
         self.graphs += 1
+        self.codes.append(msg)
         self.kernels += msg.count("= async_compile.triton(") + msg.count("= async_compile.cpp_pybinding(")
         self.events.emit("compile", f"graph {self.graphs} generated", graphs=self.graphs, kernels=self.kernels)
 
@@ -238,16 +241,69 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
     for logger_name in ("torch._inductor.graph.__output_code", "torch._inductor.codecache.__output_code"):
         logging.getLogger(logger_name).addHandler(counter)
     failure: CaptureFailure | None = None
-    device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+    preview = options.get("preview")
+    device = "cuda" if preview else options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     options["device"] = device
     bundle.options = options
+    with contextlib.ExitStack() as faked:
+        try:
+            if preview:
+                faked.enter_context(_entered_preview(preview))
+            failure = _compile_and_call(request, bundle, options, device, events, counter, timings)
+        except CaptureFailure as exc:
+            failure = exc
+        except Exception as exc:
+            failure = classify(exc, target.get("file", ""), options)
+    if preview:
+        failure = _check_preview(bundle, counter, failure)
+    return _finish(request, bundle, work, staging, events, counter, timings, failure, device)
+
+
+def _entered_preview(arch: str):
+    from kernelscope.capture import preview_patches
+
+    try:
+        return preview_patches.preview_device(arch)
+    except preview_patches.PreviewError as exc:
+        raise CaptureFailure("args", str(exc)) from exc
+
+
+def _check_preview(bundle: Bundle, counter: _OutputCodeCounter, failure: CaptureFailure | None):
+    """A preview that failed in torch (not in the user's code) or produced wrong code fails with one
+    line naming the torch version."""
+    from kernelscope.capture import preview_patches as pp
+
+    spec = pp.GPUS[bundle.options["preview"]]
+    bundle.environment["preview"] = {"arch": bundle.options["preview"], "device_name": spec.name,
+                                     "checked": pp.torch_checked()}
+    bundle.notes.append(f"PREVIEW for {bundle.options['preview']} ({spec.name}): generated on a machine without "
+                        "that GPU (CUDA faked, FakeTensor inputs); nothing was run: no timings, and where Inductor "
+                        "autotunes, every candidate config is kept and none is chosen")
+    if failure is not None and failure.kind not in ("compile", "cuda", "internal", "user"):
+        return failure
+    try:
+        pp.check_preview(counter.codes, failure.message if failure is not None else None)
+    except pp.PreviewError as exc:
+        return CaptureFailure("preview", str(exc))
+    return failure
+
+
+def _compile_and_call(request, bundle, options, device, events, counter, timings) -> CaptureFailure | None:
+    target = request["target"]
+    preview = options.get("preview")
     try:
         if device == "cuda" and not torch.cuda.is_available():
             raise CaptureFailure("no_gpu", "--device cuda asked for, but torch sees no CUDA GPU here; use --device cpu")
         bundle.environment = environment(device)
         t = time.time()
-        module, fn = load_target(target, device)
-        calls = make_calls(request, module, device)
+        inputs_mode = contextlib.nullcontext()
+        if preview:
+            from kernelscope.capture.preview_patches import fake_mode
+
+            inputs_mode = fake_mode()
+        with inputs_mode:
+            module, fn = load_target(target, device)
+            calls = make_calls(request, module, device)
         inputs = calls[0]
         bundle.target["inputs"] = [describe(v) for v in inputs]
         if len(calls) > 1:
@@ -260,10 +316,16 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
                 raise CaptureFailure("args", "--backward needs an input that requires grad: add ' grad' to an --args "
                                      "entry, e.g. \"f32[512, 1024] grad\"")
         mode = options.get("mode") or "default"
-        compiled = torch.compile(
-            fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
-            fullgraph=bool(options.get("fullgraph")),
-        )
+        if preview:
+            from kernelscope.capture.preview_patches import preview_backend
+
+            compiled = torch.compile(fn, backend=preview_backend(mode, options.get("dynamic")),
+                                     dynamic=options.get("dynamic"), fullgraph=bool(options.get("fullgraph")))
+        else:
+            compiled = torch.compile(
+                fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
+                fullgraph=bool(options.get("fullgraph")),
+            )
         events.emit("compile", f"torch.compile(mode={mode}) first call", graphs=0, kernels=0)
         t = time.time()
         try:
@@ -271,7 +333,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
                 if i:
                     events.emit("compile", f"call {i + 1} of {len(calls)}", graphs=counter.graphs, kernels=counter.kernels)
                 out = compiled(*call)
-            if device == "cuda":
+            if device == "cuda" and not preview:
                 torch.cuda.synchronize()
         except CaptureFailure:
             raise
@@ -289,7 +351,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
                     raise CaptureFailure("args", "--backward: no output requires grad, nothing to differentiate")
                 loss = sum(o.float().sum() for o in tensors)
                 loss.backward()
-                if device == "cuda":
+                if device == "cuda" and not preview:
                     torch.cuda.synchronize()
             except CaptureFailure:
                 raise
@@ -297,9 +359,12 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
                 raise classify(exc, target["file"], options) from exc
             timings["backward"] = round(time.time() - t, 3)
     except CaptureFailure as exc:
-        failure = exc
-    except Exception as exc:
-        failure = classify(exc, target.get("file", ""), options)
+        return exc
+    return None
+
+
+def _finish(request, bundle, work, staging, events, counter, timings, failure, device) -> int:
+    target = request["target"]
     events.emit("collect", "collecting artifacts", graphs=counter.graphs, kernels=counter.kernels)
     t = time.time()
     sys.stdout.flush()
