@@ -24,7 +24,9 @@ Faked, and only inside ``preview_device()``:
     with torch.tensor(..., device="cuda"), which a CPU build cannot place even under FakeTensorMode;
     the patterns are traced on the CPU instead (the aten patterns are the same).
 Inductor config (public flags): compile_threads=1 (workers would not see the fake), no static CUDA
-launcher, no FX graph / AOT autograd / autotune caches, backward lowered at compile time.
+launcher, no FX graph / AOT autograd caches, backward lowered at compile time. The autotune cache
+stays as torch.compile sets it: its flags are written into each kernel's inductor_meta, and it
+lives in the capture's private cache folder anyway (nothing is benchmarked, so nothing is stored).
 """
 
 from __future__ import annotations
@@ -191,7 +193,7 @@ def preview_device(arch: str):
         stack.enter_context(mock.patch.object(joint_graph, "lazy_init", lazy_init_on_cpu))
         stack.enter_context(inductor_config.patch({
             "compile_threads": 1, "use_static_cuda_launcher": False, "fx_graph_cache": False,
-            "fx_graph_remote_cache": False, "autotune_local_cache": False, "autotune_remote_cache": False,
+            "fx_graph_remote_cache": False,
         }))
         stack.enter_context(functorch_config.patch({"force_non_lazy_backward_lowering": True,
                                                     "enable_autograd_cache": False}))
