@@ -244,7 +244,8 @@ def request_from_args(args: argparse.Namespace) -> CaptureRequest:
     except TargetError:
         opts, _ = capture_options_from(argparse.Namespace(**{**vars(args), "args_spec": None}), target)
     return req.with_options(mode=opts.mode, dynamic=opts.dynamic, fullgraph=opts.fullgraph, backward=opts.backward,
-                            device=opts.device, passes=opts.passes, timeout=opts.timeout)
+                            device=opts.device, passes=opts.passes, timeout=opts.timeout,
+                            preview=opts.preview)
 
 
 def main(args: argparse.Namespace) -> int:
