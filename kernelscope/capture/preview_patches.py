@@ -162,7 +162,11 @@ def preview_device(arch: str):
     def capability(device=None):
         return (spec.major, spec.minor)
 
+    # Two functions, not one: Dynamo registers a handler per function object.
     def exchange(device):
+        return 0 if device is None or _index(device) >= 0 else -1
+
+    def maybe_exchange(device):
         return 0 if device is None or _index(device) >= 0 else -1
 
     def rng_state(device="cuda"):
@@ -172,7 +176,7 @@ def preview_device(arch: str):
         "is_available": lambda: True, "device_count": lambda: 1, "get_device_properties": get_props,
         "get_device_capability": capability, "get_device_name": lambda device=None: spec.name,
         "current_device": lambda: 0, "set_device": lambda device: None, "_exchange_device": exchange,
-        "_maybe_exchange_device": exchange, "get_rng_state": rng_state, "set_rng_state": lambda s, device="cuda": None,
+        "_maybe_exchange_device": maybe_exchange, "get_rng_state": rng_state, "set_rng_state": lambda s, device="cuda": None,
     }
     original_lazy_init = joint_graph.lazy_init
 
