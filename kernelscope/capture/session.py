@@ -281,8 +281,15 @@ def _check_preview(bundle: Bundle, counter: _OutputCodeCounter, failure: Capture
                         "autotunes, every candidate config is kept and none is chosen")
     if failure is not None and failure.kind not in ("compile", "cuda", "internal", "user"):
         return failure
+    message = failure.message if failure is not None else None
+    cause = str(failure.__cause__ or "") if failure is not None else ""
+    if "from the 'CUDA' backend" in cause or "compiled without CUDA" in cause or "not linked with support for cuda" in cause:
+        op = re.search(r"Could not run '([\w:.]+)'", cause)
+        message = (f"Inductor ran a real CUDA op{f' ({op.group(1)})' if op else ''} while compiling (e.g. constant "
+                   "folding a tensor constructor such as a causal mask); this machine has no CUDA to run it, so this "
+                   "function cannot be previewed here")
     try:
-        pp.check_preview(counter.codes, failure.message if failure is not None else None)
+        pp.check_preview(counter.codes, message)
     except pp.PreviewError as exc:
         return CaptureFailure("preview", str(exc))
     return failure
