@@ -84,3 +84,12 @@ def test_diff_preview_against_the_h200_capture(preview_sm90):
     assert "PREVIEW sm_90" in proc.stdout.splitlines()[1]
     assert "0 replaced" in proc.stdout and "0 added, 0 removed" in proc.stdout
     assert "triton_poi_fused_add_relu_0" in proc.stdout
+
+
+def test_preview_of_a_training_step_is_refused_in_one_line(tmp_path):
+    """Autograd over FakeTensors on 'cuda' aborts a CPU-only torch (no CUDA device guard): refused
+    before compiling, one line, no bundle."""
+    proc = kernelscope_cmd("capture", "mlp_train", "--preview", "sm_90", "-o", str(tmp_path / "b"), "-q")
+    assert proc.returncode == 2
+    assert "cannot trace autograd" in proc.stderr and proc.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "b").exists()

@@ -34,7 +34,7 @@ TORCH_DTYPES = {
 
 
 # Failures before anything was compiled: a bundle would hold nothing, so none is written.
-_NO_BUNDLE_KINDS = {"no_gpu", "target", "args"}
+_NO_BUNDLE_KINDS = {"no_gpu", "target", "args", "preview_refused"}
 
 
 class CaptureFailure(Exception):
@@ -322,6 +322,13 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
             if not any(p.requires_grad for p in params):
                 raise CaptureFailure("args", "--backward needs an input that requires grad: add ' grad' to an --args "
                                      "entry, e.g. \"f32[512, 1024] grad\"")
+        if preview and torch.is_grad_enabled():
+            params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+            if any(isinstance(v, torch.Tensor) and v.requires_grad for v in [*inputs, *params]):
+                raise CaptureFailure("preview_refused", f"--preview cannot trace autograd on torch {torch.__version__} without "
+                                     "CUDA (its autograd engine needs a CUDA device guard, and aborts): no input or "
+                                     "parameter may require grad; capture a forward-only function (or wrap the call "
+                                     "in torch.no_grad()) to preview its inference kernels")
         mode = options.get("mode") or "default"
         if preview:
             from kernelscope.capture.preview_patches import preview_backend
