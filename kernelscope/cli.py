@@ -36,7 +36,7 @@ class UsageError(Exception):
 
 
 def add_capture_options(p: argparse.ArgumentParser) -> None:
-    from kernelscope.capture.runner import MODES
+    from kernelscope.capture.runner import MODES, PREVIEW_ARCHES
 
     p.add_argument("--args", dest="args_spec", metavar="SPEC",
                    help='input shapes as FX prints them: "f32[4096, 1024], f32[1024]"; add " grad" for requires_grad; '
@@ -58,6 +58,9 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
                    help="module.eval() first (dropout off, batch norm running stats)")
     p.add_argument("--passes", action="store_true", help="also dump every MLIR pass of each Triton kernel")
     p.add_argument("--timeout", type=float, default=None, metavar="S", help="stop a compile that runs longer")
+    p.add_argument("--preview", choices=PREVIEW_ARCHES, default=None, metavar="ARCH",
+                   help="what Inductor would emit for this GPU arch (" + "|".join(PREVIEW_ARCHES) + "), with no GPU: "
+                        "generated, never run")
 
 
 def capture_options_from(args: argparse.Namespace, target) -> tuple:
@@ -80,11 +83,17 @@ def capture_options_from(args: argparse.Namespace, target) -> tuple:
         timeout=args.timeout,
         no_grad=pick("no_grad", "no_grad"), inference_mode=pick("inference_mode", "inference_mode"),
         eval=pick("eval", "eval_mode"),
+        preview=getattr(args, "preview", None),
     )
     if opts.no_grad and opts.inference_mode:
         opts.no_grad = False  # inference_mode already turns grad off
     if opts.backward and (opts.no_grad or opts.inference_mode):
         raise UsageError("--backward needs grad: drop --no-grad / --inference-mode (or the target's OPTIONS)")
+    if opts.preview and opts.mode.startswith("max-autotune"):
+        raise UsageError(f"--mode {opts.mode} cannot be previewed: it picks kernels by timing them on the GPU; "
+                         "use --mode default or reduce-overhead with --preview")
+    if opts.preview and args.device == "cpu":
+        raise UsageError("--preview and --device cpu contradict each other: a preview is for a CUDA GPU; drop one")
     if opts.timeout is not None and opts.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
     args_spec = args.args_spec if args.args_spec is not None else defaults.get("args")

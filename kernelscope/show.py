@@ -121,7 +121,9 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
     t = b.target
     env = b.environment
     status = "" if b.status == "ok" else f"  [FAILED: {b.error}]"
-    out.append(f"{t.get('spec', '?')}  ({b.root}){status}")
+    preview = (f"  [PREVIEW {b.preview['arch']}: {b.preview.get('device_name', '')}, generated without that GPU, "
+               "never run]") if b.preview else ""
+    out.append(f"{t.get('spec', '?')}  ({b.root}){preview}{status}")
     opts = b.options
     if opts:
         flags = [f"mode={opts.get('mode') or 'default'}", f"device={opts.get('device')}"]

@@ -51,3 +51,24 @@ def cpu_add_relu(tmp_path_factory) -> Path:
     proc = kernelscope_cmd("capture", "add_relu", "-o", str(out), "--device", "cpu", "-q")
     assert proc.returncode == 0, proc.stderr
     return out
+
+
+def _preview_checked_or_skip() -> None:
+    from kernelscope.capture import preview_patches
+
+    if not preview_patches.torch_checked():
+        pytest.skip(f"--preview was checked against torch {', '.join(preview_patches.CHECKED_TORCH)}, "
+                    f"not {preview_patches.version_line()}")
+
+
+@pytest.fixture(scope="session")
+def preview_sm90(tmp_path_factory) -> dict[str, Path]:
+    """`kernelscope capture SAMPLE --preview sm_90` of add_relu and softmax on this CPU machine."""
+    _preview_checked_or_skip()
+    root = tmp_path_factory.mktemp("preview")
+    out = {}
+    for sample in ("add_relu", "softmax"):
+        out[sample] = root / sample
+        proc = kernelscope_cmd("capture", sample, "--preview", "sm_90", "-o", str(out[sample]), "-q")
+        assert proc.returncode == 0, proc.stderr
+    return out

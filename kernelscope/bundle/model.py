@@ -215,6 +215,13 @@ class Bundle:
     extra: dict[str, Any] = field(default_factory=dict)  # later features (bench results ...)
     root: str = field(default="", compare=False, repr=False)
 
+    @property
+    def preview(self) -> dict[str, Any] | None:
+        """``{"arch": "sm_90", "device_name": ...}`` for a ``--preview`` capture (generated for a GPU
+        this machine did not have, never run), else None. Old bundles have none."""
+        p = self.environment.get("preview")
+        return p if isinstance(p, dict) and p.get("arch") else None
+
     def kernel(self, key: str) -> Kernel:
         """The kernel whose id or name is ``key``; a name must be unique in the bundle."""
         for k in self.kernels:

@@ -34,6 +34,7 @@ from kernelscope.capture.collect import write_bundle_from_work
 from kernelscope.target import ScalarSpec, Target, TensorSpec, parse_calls, spec_dicts
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+PREVIEW_ARCHES = ("sm_80", "sm_89", "sm_90", "sm_100", "sm_120")  # --preview (capture/preview_patches.py)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class CaptureOptions:
     no_grad: bool = False  # run the compiled calls under torch.no_grad()
     inference_mode: bool = False  # ... under torch.inference_mode()
     eval: bool = False  # module.eval() first, when the target is (or holds) an nn.Module
+    preview: str | None = None  # "sm_90": what Inductor emits for that GPU, generated here, never run
 
 
 @dataclass
@@ -165,7 +167,8 @@ class Capture(ChildJob):
             "calls": calls, "args_text": self.args_text, "passes": opts.passes,
             "options": {"mode": opts.mode, "dynamic": opts.dynamic, "fullgraph": opts.fullgraph,
                         "backward": opts.backward, "device": opts.device, "no_grad": opts.no_grad,
-                        "inference_mode": opts.inference_mode, "eval": opts.eval},
+                        "inference_mode": opts.inference_mode, "eval": opts.eval,
+                        **({"preview": opts.preview} if opts.preview else {})},
         }
 
     def run(self) -> CaptureResult:

@@ -6,6 +6,7 @@ TORCH_TRACE, TORCH_LOGS, torch.compile options, Inductor's documented config fla
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
@@ -34,7 +35,7 @@ TORCH_DTYPES = {
 
 
 # Failures before anything was compiled: a bundle would hold nothing, so none is written.
-_NO_BUNDLE_KINDS = {"no_gpu", "target", "args"}
+_NO_BUNDLE_KINDS = {"no_gpu", "target", "args", "preview_refused"}
 
 
 class CaptureFailure(Exception):
@@ -52,6 +53,7 @@ class _OutputCodeCounter(logging.Handler):
         self.events = events
         self.graphs = 0
         self.kernels = 0
+        self.codes: list[str] = []  # every output code logged (the preview's sanity checks read them)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -61,6 +63,7 @@ class _OutputCodeCounter(logging.Handler):
         if not msg.startswith("Output code: "):
             return
         self.graphs += 1
+        self.codes.append(msg)
         self.kernels += msg.count("= async_compile.triton(") + msg.count("= async_compile.cpp_pybinding(")
         self.events.emit("compile", f"graph {self.graphs} generated", graphs=self.graphs, kernels=self.kernels)
 
@@ -273,16 +276,76 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
     for logger_name in ("torch._inductor.graph.__output_code", "torch._inductor.codecache.__output_code"):
         logging.getLogger(logger_name).addHandler(counter)
     failure: CaptureFailure | None = None
-    device = options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+    preview = options.get("preview")
+    device = "cuda" if preview else options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
     options["device"] = device
     bundle.options = options
+    with contextlib.ExitStack() as faked:
+        try:
+            if preview:
+                faked.enter_context(_entered_preview(preview))
+            failure = _compile_and_call(request, bundle, options, device, events, counter, timings)
+        except CaptureFailure as exc:
+            failure = exc
+        except Exception as exc:
+            failure = classify(exc, target.get("file", ""), options)
+    if preview:
+        failure = _check_preview(bundle, counter, failure)
+    return _finish(request, bundle, work, staging, events, counter, timings, failure, device)
+
+
+def _entered_preview(arch: str):
+    from kernelscope.capture import preview_patches
+
+    try:
+        return preview_patches.preview_device(arch)
+    except preview_patches.PreviewError as exc:
+        raise CaptureFailure("args", str(exc)) from exc
+
+
+def _check_preview(bundle: Bundle, counter: _OutputCodeCounter, failure: CaptureFailure | None):
+    """A preview that failed in torch (not in the user's code) or produced wrong code fails with one
+    line naming the torch version."""
+    from kernelscope.capture import preview_patches as pp
+
+    spec = pp.GPUS[bundle.options["preview"]]
+    bundle.environment["preview"] = {"arch": bundle.options["preview"], "device_name": spec.name,
+                                     "checked": pp.torch_checked()}
+    bundle.notes.append(f"PREVIEW for {bundle.options['preview']} ({spec.name}): generated on a machine without "
+                        "that GPU (CUDA faked, FakeTensor inputs); nothing was run: no timings, and where Inductor "
+                        "autotunes, every candidate config is kept and none is chosen")
+    if failure is not None and failure.kind not in ("compile", "cuda", "internal", "user"):
+        return failure
+    message = failure.message if failure is not None else None
+    cause = str(failure.__cause__ or "") if failure is not None else ""
+    if "from the 'CUDA' backend" in cause or "compiled without CUDA" in cause or "not linked with support for cuda" in cause:
+        op = re.search(r"Could not run '([\w:.]+)'", cause)
+        message = (f"Inductor ran a real CUDA op{f' ({op.group(1)})' if op else ''} while compiling (e.g. constant "
+                   "folding a tensor constructor such as a causal mask); this machine has no CUDA to run it, so this "
+                   "function cannot be previewed here")
+    try:
+        pp.check_preview(counter.codes, message)
+    except pp.PreviewError as exc:
+        return CaptureFailure("preview", str(exc))
+    return failure
+
+
+def _compile_and_call(request, bundle, options, device, events, counter, timings) -> CaptureFailure | None:
+    target = request["target"]
+    preview = options.get("preview")
     try:
         if device == "cuda" and not torch.cuda.is_available():
             raise CaptureFailure("no_gpu", "--device cuda asked for, but torch sees no CUDA GPU here; use --device cpu")
         bundle.environment = environment(device)
         t = time.time()
-        module, fn = load_target(target, device)
-        calls = make_calls(request, module, device)
+        inputs_mode = contextlib.nullcontext()
+        if preview:
+            from kernelscope.capture.preview_patches import fake_mode
+
+            inputs_mode = fake_mode()
+        with inputs_mode:
+            module, fn = load_target(target, device)
+            calls = make_calls(request, module, device)
         inputs = calls[0]
         bundle.target["inputs"] = [describe(v) for v in inputs]
         if len(calls) > 1:
@@ -303,11 +366,24 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
         options["grad_mode"] = ("inference_mode" if options.get("inference_mode") else
                                 "no_grad" if options.get("no_grad") else "grad")
         options["train"] = ("eval" if all(not m.training for m in held) else "train") if held else None
+        if preview and options["grad_mode"] == "grad" and torch.is_grad_enabled():
+            params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+            if any(isinstance(v, torch.Tensor) and v.requires_grad for v in [*inputs, *params]):
+                raise CaptureFailure("preview_refused", f"--preview cannot trace autograd on torch {torch.__version__} without "
+                                     "CUDA (its autograd engine needs a CUDA device guard, and aborts): no input or "
+                                     "parameter may require grad; capture a forward-only function (or wrap the call "
+                                     "in torch.no_grad()) to preview its inference kernels")
         mode = options.get("mode") or "default"
-        compiled = torch.compile(
-            fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
-            fullgraph=bool(options.get("fullgraph")),
-        )
+        if preview:
+            from kernelscope.capture.preview_patches import preview_backend
+
+            compiled = torch.compile(fn, backend=preview_backend(mode, options.get("dynamic")),
+                                     dynamic=options.get("dynamic"), fullgraph=bool(options.get("fullgraph")))
+        else:
+            compiled = torch.compile(
+                fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
+                fullgraph=bool(options.get("fullgraph")),
+            )
         events.emit("compile", f"torch.compile(mode={mode}) first call", graphs=0, kernels=0)
         t = time.time()
         try:
@@ -316,7 +392,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
                     events.emit("compile", f"call {i + 1} of {len(calls)}", graphs=counter.graphs, kernels=counter.kernels)
                 with grad_context(options):
                     out = compiled(*call)
-            if device == "cuda":
+            if device == "cuda" and not preview:
                 torch.cuda.synchronize()
         except CaptureFailure:
             raise
@@ -334,7 +410,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
                     raise CaptureFailure("args", "--backward: no output requires grad, nothing to differentiate")
                 loss = sum(o.float().sum() for o in tensors)
                 loss.backward()
-                if device == "cuda":
+                if device == "cuda" and not preview:
                     torch.cuda.synchronize()
             except CaptureFailure:
                 raise
@@ -342,9 +418,12 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
                 raise classify(exc, target["file"], options) from exc
             timings["backward"] = round(time.time() - t, 3)
     except CaptureFailure as exc:
-        failure = exc
-    except Exception as exc:
-        failure = classify(exc, target.get("file", ""), options)
+        return exc
+    return None
+
+
+def _finish(request, bundle, work, staging, events, counter, timings, failure, device) -> int:
+    target = request["target"]
     events.emit("collect", "collecting artifacts", graphs=counter.graphs, kernels=counter.kernels)
     t = time.time()
     sys.stdout.flush()

@@ -156,6 +156,9 @@ def environment_text(env: dict[str, Any]) -> str:
     if env.get("compute_capability"):
         device += f" (sm_{str(env['compute_capability']).replace('.', '')})"
     text = "; ".join(x for x in (versions, device.strip()) if x)
+    preview = env.get("preview")
+    if isinstance(preview, dict) and preview.get("arch"):
+        text = f"PREVIEW {preview['arch']} (generated without that GPU, never run); {text}"
     if env.get("source") == "TORCH_TRACE":
         ranks = env.get("ranks") or []
         text = "opened from a TORCH_TRACE log" + (f" (ranks {', '.join(map(str, ranks))})" if ranks else "") + \

@@ -246,7 +246,7 @@ def request_from_args(args: argparse.Namespace) -> CaptureRequest:
         opts, _ = capture_options_from(argparse.Namespace(**{**vars(args), "args_spec": None}), target)
     return req.with_options(mode=opts.mode, dynamic=opts.dynamic, fullgraph=opts.fullgraph, backward=opts.backward,
                             device=opts.device, passes=opts.passes, timeout=opts.timeout, no_grad=opts.no_grad,
-                            inference_mode=opts.inference_mode, eval=opts.eval)
+                            inference_mode=opts.inference_mode, eval=opts.eval, preview=opts.preview)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ class CaptureRequest:
     fullgraph: bool = False
     backward: bool = False
     device: str | None = None  # None: cuda when there is one
+    preview: str | None = None  # "sm_90": what Inductor emits for that GPU, generated without it
     passes: bool = False
     no_grad: bool = False
     inference_mode: bool = False
@@ -38,7 +39,7 @@ class CaptureRequest:
 
     @property
     def label(self) -> str:
-        flags = [f"mode={self.mode}", f"device={self.device or 'auto'}"]
+        flags = [f"mode={self.mode}", f"preview {self.preview}" if self.preview else f"device={self.device or 'auto'}"]
         if self.dynamic is not None:
             flags.append(f"dynamic={self.dynamic}")
         flags += [k for k in ("fullgraph", "backward", "no_grad", "inference_mode", "eval") if getattr(self, k)]
@@ -46,6 +47,9 @@ class CaptureRequest:
 
     def check(self) -> tuple[Target, list | None]:
         """The resolved target and parsed inputs; raises TargetError with one line."""
+        if self.preview and self.mode.startswith("max-autotune"):
+            raise TargetError(f"mode {self.mode} cannot be previewed: it picks kernels by timing them on the GPU; "
+                              "choose mode default or reduce-overhead")
         target = resolve_target(self.target)
         specs = parse_args_spec(self.args_text) if self.args_text.strip() else None
         if specs is None and not target.has_inputs_factory:
@@ -76,7 +80,8 @@ class CaptureRequest:
             target=spec, args_text=target.get("args") or "",
             mode=options.get("mode") or "default", dynamic=options.get("dynamic"),
             fullgraph=bool(options.get("fullgraph")), backward=bool(options.get("backward")),
-            device=options.get("device"), **grad_options(options),
+            device=None if options.get("preview") else options.get("device"), preview=options.get("preview"),
+            **grad_options(options),
         )
 
 

@@ -39,6 +39,8 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
     name = t.get("name") or (code_names + functions or [base_name(t.get("spec", "") or "capture")])[0]
     opts = b.options
     flags = []
+    if b.preview:
+        flags.append(f"PREVIEW {b.preview['arch']} (generated, never run)")
     if opts:
         flags.append(opts.get("device") or "auto")
         flags.append(f"mode={opts.get('mode') or 'default'}")

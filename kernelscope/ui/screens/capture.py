@@ -107,7 +107,7 @@ class CaptureScreen(ModalScreen[CaptureOutcome | None]):
         out = req.out or str(new_capture_dir(target.name))
         opts = CaptureOptions(mode=req.mode, dynamic=req.dynamic, fullgraph=req.fullgraph, backward=req.backward,
                               device=req.device, passes=req.passes, timeout=req.timeout, no_grad=req.no_grad,
-                              inference_mode=req.inference_mode, eval=req.eval)
+                              inference_mode=req.inference_mode, eval=req.eval, preview=req.preview)
         self.capture = Capture(target, out, args=specs, args_text=req.args_text, options=opts,
                                on_event=lambda e: self.post_message(self.Progress(e)))
         if self.state == "cancelling":

@@ -1,5 +1,6 @@
 """OptionsScreen: the small form to (re)compile with other options: inputs, mode, dynamic,
-fullgraph, backward, device, grad mode, eval. Validates in place; a bad args spec is one line under the form."""
+fullgraph, backward, device (or a preview for a GPU arch), grad mode, eval. Validates in place; a bad args spec is
+one line under the form."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from kernelscope.ui.capture_request import MODES, CaptureRequest
 
 DYNAMIC = (("auto (None)", "auto"), ("True", "on"), ("False", "off"))
 GRAD = (("grad on", "grad"), ("torch.no_grad()", "no_grad"), ("torch.inference_mode()", "inference_mode"))
-DEVICES = (("auto (cuda when present)", "auto"), ("cpu", "cpu"), ("cuda", "cuda"))
+DEVICES = (("auto (cuda when present)", "auto"), ("cpu", "cpu"), ("cuda", "cuda"),
+           *((f"preview {a} (no GPU needed)", f"preview:{a}") for a in ("sm_80", "sm_89", "sm_90", "sm_100", "sm_120")))
 
 
 def toggle_label(name: str, value: bool) -> str:
@@ -54,7 +56,7 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
                 yield Select(DYNAMIC, value=dyn, allow_blank=False, id="opt-dynamic")
             with Horizontal(classes="field"):
                 yield Label("device", classes="field-label")
-                yield Select(DEVICES, value=r.device or "auto", allow_blank=False, id="opt-device")
+                yield Select(DEVICES, value=f"preview:{r.preview}" if r.preview else r.device or "auto", allow_blank=False, id="opt-device")
             with Horizontal(classes="field"):
                 yield Label("grad", classes="field-label")
                 grad = "inference_mode" if r.inference_mode else "no_grad" if r.no_grad else "grad"
@@ -83,7 +85,8 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
             args_text=self.query_one("#opt-args", Input).value.strip(),
             mode=str(self.query_one("#opt-mode", Select).value),
             dynamic=None if dyn == "auto" else dyn == "on",
-            device=None if dev == "auto" else str(dev),
+            device=None if dev == "auto" or str(dev).startswith("preview:") else str(dev),
+            preview=str(dev).split(":", 1)[1] if str(dev).startswith("preview:") else None,
             fullgraph=self.query_one("#opt-fullgraph", Checkbox).value,
             backward=self.query_one("#opt-backward", Checkbox).value,
             no_grad=grad == "no_grad", inference_mode=grad == "inference_mode",

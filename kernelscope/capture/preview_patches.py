@@ -1,0 +1,253 @@
+"""Preview: what Inductor would emit for a CUDA GPU, on a machine without one.
+
+QUARANTINE: every private torch/triton spot kernelscope touches for ``--preview`` is in this file,
+and nowhere else. Checked against torch 2.13 / triton 3.9 (CPU build); torch 2.11 / triton 3.6
+still to be checked on the GPU box. Any other version is tried, and the result must pass
+``check_preview`` or the capture fails with one line naming the torch version.
+
+How: the user's inputs are FakeTensors (``torch._subclasses.FakeTensorMode``) on ``cuda``; the
+function goes through Dynamo into Inductor's own ``compile_fx`` (with the mode's config patches, as
+``torch.compile`` does), which writes the output code and compiles every Triton kernel for the
+faked target (Triton's ``ptxas`` makes the cubin, so every stage lands in TRITON_CACHE_DIR). The
+compiled code is kept, never run: Dynamo gets the FX graph back and runs it on the FakeTensors, so
+no kernel is launched and no autotune benchmark happens (all candidate configs stay, none chosen).
+
+Faked, and only inside ``preview_device()``:
+  torch.cuda: is_available, device_count, get_device_properties, get_device_capability,
+    get_device_name, current_device, set_device, _exchange_device, _maybe_exchange_device,
+    get_rng_state, set_rng_state (Dynamo saves CUDA's RNG state around a trace);
+  torch._dynamo.device_interface.CudaInterface: the same calls, which it bound at import;
+  torch._C._cuda_getCurrentRawStream (the output code imports it; Triton's driver asks for it);
+  triton.runtime.driver.active: a CudaDriver whose target is GPUTarget("cuda", ARCH, 32), whose
+    load_binary loads nothing and whose launcher refuses to launch;
+  torch._inductor.fx_passes.joint_graph.lazy_init: its pattern tracing builds example tensors
+    with torch.tensor(..., device="cuda"), which a CPU build cannot place even under FakeTensorMode;
+    the patterns are traced on the CPU instead (the aten patterns are the same).
+Inductor config (public flags): compile_threads=1 (workers would not see the fake), no static CUDA
+launcher, no FX graph / AOT autograd caches, backward lowered at compile time. The autotune cache
+stays as torch.compile sets it: its flags are written into each kernel's inductor_meta, and it
+lives in the capture's private cache folder anyway (nothing is benchmarked, so nothing is stored).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+from unittest import mock
+
+import torch
+
+CHECKED_TORCH = ("2.13",)  # torch major.minor this module was checked against (2.11 on the GPU box: to do)
+PREVIEW_ARCHES = ("sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    major: int
+    minor: int
+    sms: int
+    memory_gb: int
+    smem_optin: int  # shared memory per block, opt-in (bytes)
+    max_threads_per_sm: int
+    l2_mb: int
+
+
+# Published figures of one common part per arch.
+GPUS = {
+    "sm_80": GpuSpec("NVIDIA A100-SXM4-80GB", 8, 0, 108, 80, 166912, 2048, 40),
+    "sm_89": GpuSpec("NVIDIA L40S", 8, 9, 142, 48, 101376, 1536, 96),
+    "sm_90": GpuSpec("NVIDIA H100 80GB HBM3", 9, 0, 132, 80, 232448, 2048, 50),
+    "sm_100": GpuSpec("NVIDIA B200", 10, 0, 148, 180, 232448, 2048, 126),
+    "sm_120": GpuSpec("NVIDIA GeForce RTX 5090", 12, 0, 170, 32, 101376, 1536, 96),
+}
+
+
+class PreviewError(Exception):
+    """A preview that cannot be made or came out wrong; one line for the user."""
+
+
+def torch_checked() -> bool:
+    return ".".join(torch.__version__.split(".")[:2]) in CHECKED_TORCH
+
+
+def version_line() -> str:
+    try:
+        import triton
+
+        tv = triton.__version__
+    except Exception:
+        tv = "none"
+    checked = ", ".join(CHECKED_TORCH)
+    return f"torch {torch.__version__} / triton {tv} (preview checked against torch {checked})"
+
+
+def spec_for(arch: str) -> GpuSpec:
+    if arch not in GPUS:
+        raise PreviewError(f"unknown preview arch {arch!r}; use one of {', '.join(PREVIEW_ARCHES)}")
+    return GPUS[arch]
+
+
+def device_properties(spec: GpuSpec) -> SimpleNamespace:
+    return SimpleNamespace(
+        name=spec.name, major=spec.major, minor=spec.minor, multi_processor_count=spec.sms,
+        total_memory=spec.memory_gb * 2**30, warp_size=32, shared_memory_per_block=49152,
+        shared_memory_per_block_optin=spec.smem_optin, shared_memory_per_multiprocessor=spec.smem_optin + 1024,
+        regs_per_multiprocessor=65536, max_threads_per_multi_processor=spec.max_threads_per_sm,
+        max_threads_per_block=1024, L2_cache_size=spec.l2_mb * 2**20, is_integrated=0, is_multi_gpu_board=0,
+        gcnArchName="", uuid="preview", pci_bus_id=0, pci_device_id=0, pci_domain_id=0,
+    )
+
+
+def _make_driver(spec: GpuSpec):
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import GPUDriver
+    from triton.backends.nvidia.driver import CudaDriver
+
+    arch = spec.major * 10 + spec.minor
+
+    class PreviewLauncher:
+        def __init__(self, src, metadata):
+            self.name = getattr(src, "name", "kernel")
+
+        def __call__(self, *args, **kwargs):
+            raise PreviewError(f"preview: {self.name} was generated for sm_{arch}, never run")
+
+    class PreviewUtils:
+        def get_device_properties(self, device):
+            return {"max_shared_mem": spec.smem_optin, "max_num_regs": 65536, "multiprocessor_count": spec.sms,
+                    "warpSize": 32, "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}
+
+        def load_binary(self, name, kernel, shared, device):
+            # (module, function, n_regs, n_spills, max threads): nothing is loaded; n_regs unknown
+            # (so Inductor's occupancy-driven RBLOCK halving adds no candidates), 1024 threads.
+            return 1, 1, None, None, 1024
+
+        def unload_module(self, module):
+            return None
+
+    class PreviewDriver(CudaDriver):
+        def __init__(self):
+            GPUDriver.__init__(self)  # torch.cuda's (faked) device calls; no libcuda
+            self.utils = PreviewUtils()
+            self.launcher_cls = PreviewLauncher
+
+        def get_current_target(self):
+            return GPUTarget("cuda", arch, 32)
+
+        @staticmethod
+        def is_active():
+            return True
+
+    return PreviewDriver()
+
+
+@contextlib.contextmanager
+def preview_device(arch: str):
+    """Inside: torch and triton see one CUDA GPU of ``arch`` (see the module docstring)."""
+    spec = spec_for(arch)
+    props = device_properties(spec)
+    import torch._dynamo.device_interface as di
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    import torch._inductor.fx_passes.joint_graph as joint_graph
+    from triton.runtime import driver as triton_driver
+
+    def get_props(device=None):
+        return props
+
+    def capability(device=None):
+        return (spec.major, spec.minor)
+
+    # Two functions, not one: Dynamo registers a handler per function object.
+    def exchange(device):
+        return 0 if device is None or _index(device) >= 0 else -1
+
+    def maybe_exchange(device):
+        return 0 if device is None or _index(device) >= 0 else -1
+
+    def rng_state(device="cuda"):
+        return torch.zeros(16, dtype=torch.uint8)
+
+    cuda_calls = {
+        "is_available": lambda: True, "device_count": lambda: 1, "get_device_properties": get_props,
+        "get_device_capability": capability, "get_device_name": lambda device=None: spec.name,
+        "current_device": lambda: 0, "set_device": lambda device: None, "_exchange_device": exchange,
+        "_maybe_exchange_device": maybe_exchange, "get_rng_state": rng_state, "set_rng_state": lambda s, device="cuda": None,
+    }
+    original_lazy_init = joint_graph.lazy_init
+
+    def lazy_init_on_cpu(input_device=None):
+        return original_lazy_init(torch.device("cpu"))
+
+    with contextlib.ExitStack() as stack:
+        for name, fn in cuda_calls.items():
+            stack.enter_context(mock.patch.object(torch.cuda, name, fn))
+        iface = di.CudaInterface
+        for name in ("get_device_properties", "current_device", "set_device", "device_count",
+                     "exchange_device", "maybe_exchange_device"):
+            source = {"exchange_device": "_exchange_device", "maybe_exchange_device": "_maybe_exchange_device"}.get(name, name)
+            stack.enter_context(mock.patch.object(iface, name, staticmethod(cuda_calls[source])))
+        stack.enter_context(mock.patch.object(iface.Worker, "get_device_properties", staticmethod(get_props)))
+        stack.enter_context(mock.patch.object(iface.Worker, "current_device", staticmethod(lambda: 0)))
+        stack.enter_context(mock.patch.object(torch._C, "_cuda_getCurrentRawStream", lambda device=0: 0, create=True))
+        stack.enter_context(mock.patch.object(joint_graph, "lazy_init", lazy_init_on_cpu))
+        stack.enter_context(inductor_config.patch({
+            "compile_threads": 1, "use_static_cuda_launcher": False, "fx_graph_cache": False,
+            "fx_graph_remote_cache": False,
+        }))
+        stack.enter_context(functorch_config.patch({"force_non_lazy_backward_lowering": True,
+                                                    "enable_autograd_cache": False}))
+        stack.enter_context(mock.patch.dict(di.caching_worker_device_properties, {"cuda": [props]}))
+        previous = triton_driver._active
+        triton_driver.set_active(_make_driver(spec))
+        stack.callback(setattr, triton_driver, "_active", previous)
+        yield spec
+
+
+def _index(device: Any) -> int:
+    if isinstance(device, torch.device):
+        return device.index if device.index is not None else 0
+    if isinstance(device, int):
+        return device
+    return 0
+
+
+def fake_mode():
+    """The FakeTensorMode the user's inputs (and modules) are made under."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    return FakeTensorMode(allow_non_fake_inputs=True)
+
+
+def preview_backend(mode: str, dynamic: bool | None):
+    """A Dynamo backend: Inductor compiles the graph (output code logged, kernels compiled for the
+    faked target) and Dynamo gets the FX graph back to run on the FakeTensors."""
+    from torch._inductor import list_mode_options
+    from torch._inductor.compile_fx import compile_fx
+
+    patches = {} if mode in (None, "default") else list_mode_options(mode, dynamic)
+
+    def backend(gm, example_inputs):
+        compile_fx(gm, example_inputs, config_patches=patches)
+        return gm.forward
+
+    return backend
+
+
+_TRITON_CALL = re.compile(r"^(\w+) = async_compile\.triton\('(\w+)'", re.M)
+
+
+def check_preview(output_codes: list[str], failure: str | None) -> None:
+    """The preview's own sanity checks; PreviewError (one line, naming the versions) if it fails."""
+    if failure is not None:
+        where = "" if torch_checked() else ", a version it was not checked against"
+        raise PreviewError(f"preview failed on {version_line()}{where}: {failure}")
+    if not output_codes:
+        raise PreviewError(f"preview produced no output code on {version_line()}")
+    for code in output_codes:
+        if "async_compile.cpp" in code or "cpp_fused_" in code:
+            raise PreviewError(f"preview produced C++ kernels, not Triton, on {version_line()}")

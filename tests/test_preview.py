@@ -1,0 +1,95 @@
+"""`capture --preview ARCH`: what Inductor emits for a CUDA GPU, generated on this CPU-only machine."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kernelscope.bundle.io import read_bundle
+from tests.conftest import GPU_FIXTURES, kernelscope_cmd
+
+# torch 2.13's names (the H200 fixture, torch 2.11, names softmax's kernel
+# triton_per_fused__softmax_exp_prepare_softmax_online_sub_0).
+EXPECTED = {"add_relu": ["triton_poi_fused_add_relu_0"],
+            "softmax": ["triton_per_fused__softmax_prepare_softmax_online_0"]}
+
+
+def test_max_autotune_preview_is_refused_in_one_line():
+    proc = kernelscope_cmd("capture", "add_relu", "--preview", "sm_90", "--mode", "max-autotune", "-o", "/nonexistent/x")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0
+    assert "max-autotune cannot be previewed" in proc.stderr
+
+
+def test_unknown_preview_arch_is_a_usage_error():
+    proc = kernelscope_cmd("capture", "add_relu", "--preview", "sm_75", "-o", "/nonexistent/x")
+    assert proc.returncode == 2 and "sm_90" in proc.stderr
+
+
+def test_old_bundles_are_not_previews():
+    assert read_bundle(GPU_FIXTURES / "add_relu").preview is None
+
+
+def test_failed_preview_names_the_torch_version():
+    import torch
+
+    from kernelscope.capture.preview_patches import PreviewError, check_preview
+
+    with pytest.raises(PreviewError, match=re.escape(f"torch {torch.__version__}")):
+        check_preview([], None)
+    with pytest.raises(PreviewError, match="C\\+\\+ kernels"):
+        check_preview(["cpp_fused_add_0 = async_compile.cpp_pybinding("], None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sample", ["add_relu", "softmax"])
+def test_preview_has_triton_kernels_nodes_lines_and_is_marked(preview_sm90, sample):
+    b = read_bundle(preview_sm90[sample])
+    assert b.status == "ok"
+    assert b.preview == {"arch": "sm_90", "device_name": "NVIDIA H100 80GB HBM3", "checked": True}
+    assert [k.name for k in b.kernels] == EXPECTED[sample]
+    for k in b.kernels:
+        assert k.lang == "triton"
+        assert k.fx_nodes, k.name
+        assert any(u.line and u.file.endswith(f"{sample}.py") for u in k.user_lines), k.name
+        assert all(v.metadata["target"]["arch"] == 90 for v in k.triton)
+        assert {"ttir", "ttgir", "llir", "ptx", "cubin"} <= set(k.triton[0].files)
+    first = kernelscope_cmd("show", str(preview_sm90[sample])).stdout.splitlines()[0]
+    assert "PREVIEW sm_90" in first
+
+
+@pytest.mark.slow
+def test_preview_kernel_goes_to_sass(preview_sm90):
+    proc = kernelscope_cmd("show", str(preview_sm90["add_relu"]), "--kernel", "triton_poi_fused_add_relu_0",
+                           "--artifact", "sass")
+    assert proc.returncode == 0, proc.stderr
+    assert "sm_90" in proc.stdout and "LDG" in proc.stdout
+
+
+@pytest.mark.slow
+def test_preview_autotune_candidates_none_chosen(preview_sm90):
+    b = read_bundle(preview_sm90["add_relu"])
+    k = b.kernels[0]
+    assert len(k.triton) >= 2  # pointwise candidates (num_warps 4 and 8 on sm_90)
+    assert not any(v.chosen for v in k.triton)
+
+
+@pytest.mark.slow
+def test_diff_preview_against_the_h200_capture(preview_sm90):
+    """The same kernel by name on both sides (none added, removed or replaced); torch 2.13 here vs
+    2.11 there changes the kernel's inductor_meta, so it is "changed", not "same"."""
+    proc = kernelscope_cmd("diff", str(preview_sm90["add_relu"]), str(GPU_FIXTURES / "add_relu"))
+    assert proc.returncode == 0, proc.stderr
+    assert "PREVIEW sm_90" in proc.stdout.splitlines()[1]
+    assert "0 replaced" in proc.stdout and "0 added, 0 removed" in proc.stdout
+    assert "triton_poi_fused_add_relu_0" in proc.stdout
+
+
+def test_preview_of_a_training_step_is_refused_in_one_line(tmp_path):
+    """Autograd over FakeTensors on 'cuda' aborts a CPU-only torch (no CUDA device guard): refused
+    before compiling, one line, no bundle."""
+    proc = kernelscope_cmd("capture", "mlp_train", "--preview", "sm_90", "-o", str(tmp_path / "b"), "-q")
+    assert proc.returncode == 2
+    assert "cannot trace autograd" in proc.stderr and proc.stderr.strip().count("\n") == 0
+    assert not (tmp_path / "b").exists()
