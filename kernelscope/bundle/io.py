@@ -134,8 +134,8 @@ def check_out(out: str | os.PathLike, *, replace: bool) -> None:
     if not out.is_dir():
         raise BundleError(f"{out} exists and is not a folder; refusing to replace it (choose another -o)")
     if not is_bundle_folder(out):
-        raise BundleError(f"{out} exists and is not a kernelscope bundle (no {MANIFEST} with its schema); "
-                          "refusing to replace it (choose another -o)")
+        raise BundleError(f"{out} exists and is not a kernelscope bundle; refusing to replace it "
+                          f"(no {MANIFEST} with kernelscope's schema there); choose another -o")
 
 
 def owned_name(prefix: str) -> str:

@@ -67,11 +67,21 @@ def tie_to_parent(request: dict) -> None:
             libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
-    if parent is not None and os.getppid() != parent:
-        os._exit(EXIT_INTERNAL)  # the parent is already gone
+    if parent is not None and os.getppid() != parent and not _alive(parent):
+        os._exit(EXIT_INTERNAL)  # the parent died before the signal was set (a wrapper in between is fine)
     fd = request.get("lifeline_fd")
     if fd is not None:
         threading.Thread(target=_watch_lifeline, args=(fd,), name="kernelscope-lifeline", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _watch_lifeline(fd: int) -> None:

@@ -34,6 +34,7 @@ from kernelscope.bundle.io import (
 )
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture.collect import write_bundle_from_work
+from kernelscope.capture.lifeline import install_parent_signal_handlers, kill_group, track, untrack
 from kernelscope.target import ScalarSpec, Target, TensorSpec, parse_calls, spec_dicts
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -89,45 +90,6 @@ def make_work_dir(prefix: str, root: str | os.PathLike | None = None) -> Path:
     return Path(tempfile.mkdtemp(prefix=owned_name(prefix), dir=folder))
 
 
-# Children running now, for the SIGTERM/SIGHUP handlers: a dying parent takes them along.
-_live: set[subprocess.Popen] = set()
-_live_lock = threading.Lock()
-
-
-def kill_live_children() -> None:
-    with _live_lock:
-        procs = list(_live)
-    for proc in procs:
-        if proc.poll() is None:
-            kill_group(proc)
-
-
-def install_parent_signal_handlers() -> None:
-    """Make SIGTERM and SIGHUP kill this process's capture/bench children first, then do what they
-    did before (by default: end this process). Only the main thread may install handlers; elsewhere
-    (and on a kill -9) the child's parent-death signal and lifeline pipe end it."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        previous = signal.getsignal(sig)
-        if previous == signal.SIG_IGN or getattr(previous, "kernelscope", False):
-            continue
-
-        def handler(signum, frame, previous=previous):
-            kill_live_children()
-            if callable(previous):
-                previous(signum, frame)
-            else:
-                signal.signal(signum, signal.SIG_DFL)
-                os.kill(os.getpid(), signum)
-
-        handler.kernelscope = True  # type: ignore[attr-defined]
-        signal.signal(sig, handler)
-
-
 class ChildJob:
     """A kernelscope child process run to its end: the request as a JSON file, progress events
     streamed over a pipe into ``events`` (and ``on_event``), a timeout, and ``cancel()`` from any
@@ -167,8 +129,7 @@ class ChildJob:
             request_path = work / "request.json"
             request_path.write_text(json.dumps(request), encoding="utf-8")
             proc = self._proc = spawn_child(self.python, module, request_path, (write_fd, life_read))
-            with _live_lock:
-                _live.add(proc)
+            track(proc)
             os.close(write_fd)
             write_fd = -1
             os.close(life_read)
@@ -196,8 +157,7 @@ class ChildJob:
                         proc.wait(timeout=10)
                     except subprocess.TimeoutExpired:
                         pass
-                with _live_lock:
-                    _live.discard(proc)
+                untrack(proc)
             for fd in (write_fd, life_read, life_write, read_fd):
                 if fd >= 0:
                     try:
@@ -377,20 +337,9 @@ def read_events(fd: int, events: list[dict[str, Any]], on_event: Callable[[dict[
         finish(bytes(buf), dropped)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    """Kill the child and everything it started (Inductor's compile workers)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
-
-
 def default_out(target: Target) -> Path:
     """Where a capture goes when -o is not given: a fresh folder under ./kernelscope-captures."""
     return fresh_path("kernelscope-captures", target.name)
 
 
-__all__ = ["Capture", "ChildJob", "install_parent_signal_handlers", "make_work_dir", "CaptureError", "CaptureOptions", "CaptureResult", "BundleError", "MODES", "default_out"]
+__all__ = ["Capture", "ChildJob", "install_parent_signal_handlers", "kill_group", "make_work_dir", "CaptureError", "CaptureOptions", "CaptureResult", "BundleError", "MODES", "default_out"]
