@@ -1,5 +1,6 @@
 """`kernelscope serve`: the UI in a browser, on loopback only."""
 
+import re
 import socket
 import subprocess
 import sys
@@ -22,9 +23,15 @@ def test_serve_answers_an_http_request_with_the_apps_page():
     try:
         page = ""
         deadline = time.time() + 60
+        url = ""
+        while time.time() < deadline and "token=" not in url:  # the URL to open, with its token
+            url = proc.stderr.readline()
+            if not url and proc.poll() is not None:
+                raise AssertionError("serve exited before printing its URL")
+        url = re.search(r"http://\S+", url).group(0)
         while time.time() < deadline:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as resp:
+                with urllib.request.urlopen(url, timeout=5) as resp:
                     assert resp.status == 200
                     page = resp.read().decode("utf-8", "replace")
                     break

@@ -13,13 +13,23 @@ import sys
 import traceback
 from pathlib import Path
 
-from kernelscope.capture.child import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, Events, redirect_output
+from kernelscope.capture.child import (
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    Events,
+    private_temp,
+    redirect_output,
+    tie_to_parent,
+)
 
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    tie_to_parent(request)
     work = Path(request["work"])
     events = Events(request.get("event_fd"))
+    private_temp(work)
     for sub in ("triton", "inductor"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     # Private caches: the bench compiles what this torch compiles today, not a stale cached kernel.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.runner import ChildJob
+from kernelscope.capture.runner import ChildJob, make_work_dir
 from kernelscope.target import TargetError, parse_calls, spec_dicts
 
 RECORD_VERSION = 1
@@ -163,7 +162,7 @@ class Bench(ChildJob):
     def run(self) -> BenchResult:
         t0 = time.time()
         bundle = read_bundle(self.bundle_path)
-        work = Path(tempfile.mkdtemp(prefix="kernelscope-bench-"))
+        work = make_work_dir("kernelscope-bench-")
         try:
             child = self._run_child("kernelscope.bench.child", work, lambda fd: self.request(bundle, work, fd),
                                     self.settings.timeout)

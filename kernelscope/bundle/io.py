@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -85,29 +86,142 @@ def fresh_path(folder: str | os.PathLike, name: str, suffix: str = "") -> Path:
     return out
 
 
+# The top-level entries a bundle folder holds (collect.py, ingest/build.py, save_manifest): what
+# --force removes from an existing bundle before the new one moves in; nothing else is touched.
+BUNDLE_ENTRIES = (MANIFEST, "graphs", "kernels", "triton", "logs", "source", MANIFEST + ".tmp")
+
+
+def is_bundle_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder whose bundle.json is a kernelscope manifest (its ``schema``)."""
+    manifest = Path(path) / MANIFEST
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and data.get("schema") == SCHEMA_NAME
+
+
+def _precious(out: Path) -> str | None:
+    """What ``out`` is when a bundle must never be written over it (the cwd, home, /, a parent of cwd)."""
+    try:
+        resolved = out.resolve()
+        cwd = Path.cwd().resolve()
+    except OSError:
+        return None
+    if resolved == cwd:
+        return "the current folder"
+    if resolved.parent == resolved:
+        return "the root folder"
+    if resolved == Path.home().resolve():
+        return "your home folder"
+    if cwd.is_relative_to(resolved):
+        return "a parent of the current folder"
+    return None
+
+
+def check_out(out: str | os.PathLike, *, replace: bool) -> None:
+    """BundleError unless a bundle may be written to ``out``: a new path, or (with ``replace``) a
+    folder that holds a kernelscope bundle. Never the current folder, home, / or a parent of cwd."""
+    out = Path(out)
+    what = _precious(out)
+    if what:
+        raise BundleError(f"{out} is {what}; -o names the bundle's own folder: choose a new one, "
+                          "e.g. -o kernelscope-captures/NAME")
+    if not out.exists() and not out.is_symlink():
+        return
+    if not replace:
+        raise BundleError(f"{out} already exists; choose another -o or pass --force to replace it")
+    if not out.is_dir():
+        raise BundleError(f"{out} exists and is not a folder; refusing to replace it (choose another -o)")
+    if not is_bundle_folder(out):
+        raise BundleError(f"{out} exists and is not a kernelscope bundle; refusing to replace it "
+                          f"(no {MANIFEST} with kernelscope's schema there); choose another -o")
+
+
+def owned_name(prefix: str) -> str:
+    """A temporary folder's name prefix that records its owner (``PREFIX-p<PID>-``), so a later
+    start can remove folders whose owner died (``sweep_orphans``)."""
+    return f"{prefix}p{os.getpid()}-"
+
+
+_OWNER = re.compile(r"-p(\d+)-[A-Za-z0-9_]+$")  # mkdtemp's random tail has no '-'
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # someone else's process: alive as far as we can tell
+    return True
+
+
+def sweep_orphans(folder: str | os.PathLike, prefix: str) -> list[Path]:
+    """Remove ``folder/PREFIX*-p<PID>-*`` folders of this user whose owner process is dead (left by
+    a killed parent). Folders without a recorded owner, or whose owner lives, are left alone."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for entry in entries:
+        match = _OWNER.search(entry.name)
+        if not entry.name.startswith(prefix) or not match or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or (uid is not None and entry.stat().st_uid != uid):
+                continue
+        except OSError:
+            continue
+        if pid_alive(int(match.group(1))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
 def make_staging_dir(out: str | os.PathLike) -> Path:
-    """A fresh hidden folder next to ``out`` (same file system, so the final rename is atomic)."""
+    """A fresh hidden folder next to ``out`` (same file system, so the final rename is atomic); its
+    name records this process, and staging folders of dead processes there are removed first."""
     out = Path(out).absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=TMP_PREFIX + out.name + "-", dir=out.parent))
+    sweep_orphans(out.parent, TMP_PREFIX)
+    return Path(tempfile.mkdtemp(prefix=owned_name(TMP_PREFIX + out.name + "-"), dir=out.parent))
 
 
 def commit_staging_dir(staging: str | os.PathLike, out: str | os.PathLike, *, replace: bool = False) -> None:
     """Move a finished staging folder to ``out``. An existing ``out`` is only replaced when asked,
-    and only when it is itself a bundle (a user's other folder is never deleted)."""
+    only when it holds a kernelscope bundle, and then only the bundle's own entries are replaced:
+    the user's other files in that folder stay."""
     staging, out = Path(staging), Path(out)
-    if out.exists():
-        if not replace:
-            raise BundleError(f"{out} already exists; choose another -o or pass --force to replace it")
-        if not (out / MANIFEST).is_file():
-            raise BundleError(f"{out} exists and is not a kernelscope bundle; refusing to replace it")
-        old = out.with_name(f"{TMP_PREFIX}old-{out.name}-{os.getpid()}")
-        os.replace(out, old)
-        try:
-            os.replace(staging, out)
-        except OSError:
-            os.replace(old, out)
-            raise
-        shutil.rmtree(old, ignore_errors=True)
-    else:
+    check_out(out, replace=replace)
+    if not out.exists():
         os.replace(staging, out)
+        return
+    new = sorted(staging.iterdir(), key=lambda p: p.name == MANIFEST)  # the manifest last
+    clash = [p.name for p in new if p.name not in BUNDLE_ENTRIES and (out / p.name).exists()]
+    if clash:
+        raise BundleError(f"{out}: the new bundle would overwrite {', '.join(clash)}, which is not the old "
+                          "bundle's; choose another -o")
+    old = Path(tempfile.mkdtemp(prefix=owned_name(f"{TMP_PREFIX}old-{out.name}-"), dir=out.parent))
+    moved_out: list[str] = []
+    moved_in: list[str] = []
+    try:
+        for name in BUNDLE_ENTRIES:  # the manifest first: a reader never sees it over missing files
+            if (out / name).exists() or (out / name).is_symlink():
+                os.replace(out / name, old / name)
+                moved_out.append(name)
+        for path in new:
+            os.replace(path, out / path.name)
+            moved_in.append(path.name)
+    except OSError as exc:  # put the old bundle back as it was
+        for name in moved_in:
+            os.replace(out / name, staging / name)
+        for name in moved_out:
+            os.replace(old / name, out / name)
+        shutil.rmtree(old, ignore_errors=True)
+        raise BundleError(f"{out}: cannot replace the bundle ({exc.strerror or exc}); it was left as it was") from exc
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(staging, ignore_errors=True)

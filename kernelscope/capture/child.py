@@ -13,7 +13,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import sys
+import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -25,6 +28,15 @@ EXIT_INTERNAL = 4
 EXIT_NO_BUNDLE = 5  # failed before compiling anything (bad target or inputs, no GPU)
 
 
+MAX_EVENT_TEXT = 32_000  # characters of one event's message (and traceback); the parent drops lines over 1 MB
+
+
+def _cut(text: str, limit: int = MAX_EVENT_TEXT) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f" ... ({len(text) - limit} more characters cut)"
+
+
 class Events:
     def __init__(self, fd: int | None):
         self._fh = os.fdopen(fd, "w", buffering=1) if fd is not None else None
@@ -32,7 +44,8 @@ class Events:
     def emit(self, phase: str, message: str = "", **counts: Any) -> None:
         if self._fh is None:
             return
-        event = {"phase": phase, "message": message, "time": round(time.time(), 3), **counts}
+        counts = {k: _cut(v) if isinstance(v, str) else v for k, v in counts.items()}
+        event = {"phase": phase, "message": _cut(str(message)), "time": round(time.time(), 3), **counts}
         try:
             self._fh.write(json.dumps(event) + "\n")
             self._fh.flush()
@@ -40,9 +53,62 @@ class Events:
             pass
 
 
+def tie_to_parent(request: dict) -> None:
+    """Die with the parent, however it ends (kill -9 included). On Linux the kernel sends SIGKILL
+    when the parent exits (PR_SET_PDEATHSIG; getppid() afterwards closes the race with a parent that
+    died first); everywhere, a thread watches the lifeline pipe the parent holds open and kills this
+    process group (this child and its compile workers) when it reads EOF."""
+    parent = request.get("parent_pid")
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if parent is not None and os.getppid() != parent and not _alive(parent):
+        os._exit(EXIT_INTERNAL)  # the parent died before the signal was set (a wrapper in between is fine)
+    fd = request.get("lifeline_fd")
+    if fd is not None:
+        threading.Thread(target=_watch_lifeline, args=(fd,), name="kernelscope-lifeline", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _watch_lifeline(fd: int) -> None:
+    try:
+        while os.read(fd, 1):
+            pass
+    except OSError:
+        pass
+    if os.getpgrp() == os.getpid():  # our own group (start_new_session): take the compile workers along
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def private_temp(work: Path) -> None:
+    """Everything this child and its compilers put in the temp folder (gcc's files, Inductor's
+    precompiled headers, which live under tempfile.gettempdir()) goes to WORK/tmp, removed with WORK."""
+    tmp = work / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[name] = str(tmp)
+    tempfile.tempdir = str(tmp)
+
+
 def _setup_environment(work: Path, request: dict) -> None:
     for sub in ("trace", "triton", "inductor"):
         (work / sub).mkdir(parents=True, exist_ok=True)
+    private_temp(work)
     os.environ["TORCH_TRACE"] = str(work / "trace")
     os.environ["TRITON_CACHE_DIR"] = str(work / "triton")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")
@@ -65,6 +131,7 @@ def redirect_output(work: Path) -> None:
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    tie_to_parent(request)
     work = Path(request["work"])
     staging = Path(request["staging"])
     events = Events(request.get("event_fd"))

@@ -23,14 +23,18 @@ from typing import Any
 
 from kernelscope.bundle.io import (
     BundleError,
+    check_out,
     commit_staging_dir,
     fresh_path,
     make_staging_dir,
+    owned_name,
     read_bundle,
     save_manifest,
+    sweep_orphans,
 )
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture.collect import write_bundle_from_work
+from kernelscope.capture.lifeline import install_parent_signal_handlers, kill_group, track, untrack
 from kernelscope.target import ScalarSpec, Target, TensorSpec, parse_calls, spec_dicts
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -79,10 +83,24 @@ class ChildOutcome:
     timed_out: bool
 
 
+WORK_PREFIX = "kernelscope-work-"
+MAX_EVENT_LINE = 1 << 20  # bytes: a longer line from the child is dropped (with a note), never buffered whole
+
+
+def make_work_dir(prefix: str, root: str | os.PathLike | None = None) -> Path:
+    """A private work folder in the temp folder (or ROOT) that records this process as its owner;
+    work folders there of processes that died (a killed parent) are removed first."""
+    folder = Path(root) if root else Path(tempfile.gettempdir())
+    sweep_orphans(folder, prefix)
+    return Path(tempfile.mkdtemp(prefix=owned_name(prefix), dir=folder))
+
+
 class ChildJob:
     """A kernelscope child process run to its end: the request as a JSON file, progress events
     streamed over a pipe into ``events`` (and ``on_event``), a timeout, and ``cancel()`` from any
-    thread, which kills the child's whole process group."""
+    thread, which kills the child's whole process group. The child never outlives this process:
+    an exception here (Ctrl-C) kills it, SIGTERM/SIGHUP handlers kill it, and the child itself
+    dies with its parent (Linux parent-death signal; a lifeline pipe whose end it watches)."""
 
     def __init__(self, python: str | None, on_event: Callable[[dict[str, Any]], None] | None):
         self.python = python or sys.executable
@@ -105,35 +123,52 @@ class ChildJob:
                    timeout: float | None) -> ChildOutcome:
         """Write ``make_request(event_fd)`` to WORK/request.json, run ``python -m MODULE`` on it and
         wait; on timeout the child's group is killed."""
+        install_parent_signal_handlers()
         read_fd, write_fd = os.pipe()
+        life_read, life_write = os.pipe()  # the parent never writes: the child sees EOF when we are gone
+        proc: subprocess.Popen | None = None
         try:
             request = make_request(write_fd)
+            request["lifeline_fd"] = life_read
+            request["parent_pid"] = os.getpid()
             request_path = work / "request.json"
             request_path.write_text(json.dumps(request), encoding="utf-8")
-            self._proc = spawn_child(self.python, module, request_path, write_fd)
+            proc = self._proc = spawn_child(self.python, module, request_path, (write_fd, life_read))
+            track(proc)
             os.close(write_fd)
             write_fd = -1
+            os.close(life_read)
+            life_read = -1
             if self._cancelled.is_set():
-                kill_group(self._proc)
+                kill_group(proc)
             reader = threading.Thread(target=read_events, args=(read_fd, self.events, self.on_event), daemon=True)
             reader.start()
             timed_out = False
             try:
-                rc = self._proc.wait(timeout=timeout)
+                rc = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                kill_group(self._proc)
-                rc = self._proc.wait()
-            stderr = (self._proc.stderr.read() or b"").decode("utf-8", "replace") if self._proc.stderr else ""
+                kill_group(proc)
+                rc = proc.wait()
+            stderr = (proc.stderr.read() or b"").decode("utf-8", "replace") if proc.stderr else ""
             reader.join(timeout=5)
             return ChildOutcome(request, rc, stderr, timed_out)
         finally:
-            if write_fd >= 0:
-                os.close(write_fd)
-            try:
-                os.close(read_fd)
-            except OSError:
-                pass
+            if proc is not None:
+                if proc.poll() is None:  # Ctrl-C or any exception while waiting: the child goes too
+                    self._cancelled.set()
+                    kill_group(proc)
+                    try:
+                        proc.wait(timeout=10)
+                    except subprocess.TimeoutExpired:
+                        pass
+                untrack(proc)
+            for fd in (write_fd, life_read, life_write, read_fd):
+                if fd >= 0:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
             self._proc = None
 
 
@@ -172,13 +207,13 @@ class Capture(ChildJob):
         }
 
     def run(self) -> CaptureResult:
-        if self.out.exists() and not self.replace:
-            raise CaptureError(f"{self.out} already exists; choose another -o or pass --force to replace it", "exists")
-        if self.out.exists() and not (self.out / "bundle.json").is_file():
-            raise CaptureError(f"{self.out} exists and is not a kernelscope bundle; refusing to replace it", "exists")
+        try:
+            check_out(self.out, replace=self.replace)
+        except BundleError as exc:
+            raise CaptureError(str(exc), "exists") from exc
         t0 = time.time()
         staging = make_staging_dir(self.out)
-        work = Path(tempfile.mkdtemp(prefix="kernelscope-work-", dir=self.work_root))
+        work = make_work_dir(WORK_PREFIX, self.work_root)
         committed = False
         try:
             child = self._run_child("kernelscope.capture.child", work,
@@ -239,47 +274,74 @@ class Capture(ChildJob):
         return bundle
 
 
-def spawn_child(python: str, module: str, request_path: Path, event_fd: int) -> subprocess.Popen:
+def spawn_child(python: str, module: str, request_path: Path, fds: tuple[int, ...]) -> subprocess.Popen:
     """``python -m MODULE REQUEST.json`` in its own process group (so a cancel kills its workers too),
-    with this kernelscope importable and the event pipe's write end passed down."""
+    with this kernelscope importable and FDS (the event pipe's write end, the lifeline) passed down."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
                                         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("PYTHONUNBUFFERED", "1")
     return subprocess.Popen([python, "-m", module, str(request_path)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=(event_fd,), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=fds, env=env,
                             start_new_session=True)
 
 
-def read_events(fd: int, events: list[dict[str, Any]], on_event: Callable[[dict[str, Any]], None] | None) -> None:
+def read_events(fd: int, events: list[dict[str, Any]], on_event: Callable[[dict[str, Any]], None] | None,
+                max_line: int = MAX_EVENT_LINE) -> None:
     """Read a child's progress events (one JSON object a line) until it closes the pipe; a callback
-    that raises never stops the reading."""
-    with os.fdopen(os.dup(fd), "r", encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
+    that raises never stops the reading. A line longer than ``max_line`` bytes is dropped as it
+    streams (a note event says so), so this process never holds more than ``max_line`` of it."""
+
+    def deliver(event: dict[str, Any]) -> None:
+        events.append(event)
+        if on_event is not None:
             try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            events.append(event)
-            if on_event is not None:
-                try:
-                    on_event(event)
-                except Exception:
-                    pass
+                on_event(event)
+            except Exception:
+                pass
 
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """Kill the child and everything it started (Inductor's compile workers)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+    def finish(line: bytes, dropped: int) -> None:
+        if dropped:
+            deliver({"phase": "note", "message": f"dropped an event line of {dropped} bytes from the child "
+                     f"(over the {max_line} byte cap)", "time": round(time.time(), 3)})
+            return
+        text = line.decode("utf-8", "replace").strip()
+        if not text:
+            return
         try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
+            event = json.loads(text)
+        except ValueError:
+            return
+        if isinstance(event, dict):
+            deliver(event)
+
+    buf = bytearray()
+    dropped = 0  # > 0 while skipping the rest of an over-long line
+    with os.fdopen(os.dup(fd), "rb", buffering=0) as fh:
+        while True:
+            try:
+                chunk = fh.read(1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            start = 0
+            while start < len(chunk):
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if dropped:
+                    dropped += len(piece)
+                else:
+                    buf += piece
+                    if len(buf) > max_line:
+                        dropped, buf = len(buf), bytearray()
+                if end < 0:
+                    break
+                finish(bytes(buf), dropped)
+                buf, dropped = bytearray(), 0
+                start = end + 1
+    if buf or dropped:
+        finish(bytes(buf), dropped)
 
 
 def default_out(target: Target) -> Path:
@@ -287,4 +349,4 @@ def default_out(target: Target) -> Path:
     return fresh_path("kernelscope-captures", target.name)
 
 
-__all__ = ["Capture", "CaptureError", "CaptureOptions", "CaptureResult", "BundleError", "MODES", "default_out"]
+__all__ = ["Capture", "ChildJob", "install_parent_signal_handlers", "kill_group", "make_work_dir", "CaptureError", "CaptureOptions", "CaptureResult", "BundleError", "MODES", "default_out"]

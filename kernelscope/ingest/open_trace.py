@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from kernelscope.bundle.io import BundleError, commit_staging_dir, make_staging_dir, save_manifest
+from kernelscope.bundle.io import BundleError, check_out, commit_staging_dir, make_staging_dir, save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.ingest.build import RawCapture, build_bundle
 from kernelscope.ingest.tracelog import parse_trace_folder
@@ -18,6 +18,7 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
     trace = Path(trace)
     if not trace.exists():
         raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
+    check_out(out, replace=replace)  # before the parse: a refused -o costs nothing
     logs = parse_trace_folder(trace)
     if not logs:
         raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")

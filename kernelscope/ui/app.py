@@ -257,5 +257,8 @@ def main(args: argparse.Namespace) -> int:
         app = make_app(request=request_from_args(args), presentation=presentation)
     else:
         app = make_app(what, presentation=presentation)
+    from kernelscope.capture.lifeline import install_parent_signal_handlers
+
+    install_parent_signal_handlers()  # closing the terminal (SIGHUP) or SIGTERM ends a running capture too
     app.run()
     return int(app.return_code or 0)

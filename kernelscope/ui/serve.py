@@ -1,15 +1,23 @@
 """``kernelscope serve``: the explorer in a browser (textual-serve), for a projector or a laptop.
 
-Binds to loopback only: each browser tab runs ``kernelscope [WHAT]`` as this user, so the port
-must not be reachable from other machines (reach it over ``ssh -L`` instead).
+Binds to loopback only: each browser tab runs ``kernelscope [WHAT]`` as this user (and the editor
+runs Python), so the port must not be reachable from other machines (reach it over ``ssh -L``
+instead), nor drivable by any web page the user happens to visit. Like Jupyter, each start makes a
+random token, printed in the URL to open; the page and the WebSocket both require it (the page
+sets it as an HttpOnly, SameSite=Strict cookie the WebSocket upgrade carries), and a request from
+a foreign Origin or for a foreign Host (DNS rebinding) is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import os
+import secrets
 import shlex
+import socket
 import sys
+from typing import Any
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -34,17 +42,107 @@ def serve_command(args: argparse.Namespace) -> str:
     return " ".join(env + [shlex.quote(c) for c in cmd])
 
 
+def url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def allowed_hosts(port: int) -> set[str]:
+    """The Host headers (and, with http://, the Origins) of a page this server served itself."""
+    return {f"{url_host(h)}:{port}" for h in LOOPBACK}
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the server could not listen on HOST:PORT (None when it can), checked by binding first."""
+    if not 1 <= port <= 65535:
+        return f"--port {port} is out of range; pick a port from 1 to 65535"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"cannot resolve {host} ({exc})"
+    for family, kind, proto, _, addr in infos:
+        with socket.socket(family, kind, proto) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp does
+            try:
+                s.bind(addr)
+            except OSError as exc:
+                return (f"port {port} on {host} is not free ({exc.strerror or exc}); "
+                        f"pick another with --port")
+    return None
+
+
+def make_server(command: str, host: str, port: int, token: str) -> Any:
+    """A textual-serve Server that requires TOKEN and a loopback Host/Origin on every request but
+    its static files. Checked against textual-serve 1.1.3: its ``_make_app()`` builds the aiohttp
+    app (routes "/", "/ws", "/download/{key}", "/static"), and ``handle_index`` builds the page's
+    URLs from ``self.public_url``."""
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    hosts = allowed_hosts(port)
+    origins = {f"http://{h}" for h in hosts}
+    cookie = f"kernelscope-token-{port}"  # cookies ignore ports: one name per server
+
+    def token_ok(request: web.Request) -> bool:
+        given = request.query.get("token") or request.cookies.get(cookie) or ""
+        return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8"))
+
+    @web.middleware
+    async def guard(request: web.Request, handler):
+        if request.path.startswith("/static/"):  # textual-serve's own JS, CSS and fonts: nothing secret
+            return await handler(request)
+        if request.headers.get("Host", "") not in hosts:
+            raise web.HTTPForbidden(text="kernelscope serve: unknown Host; open the URL printed in the terminal\n")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin not in origins:
+            raise web.HTTPForbidden(text=f"kernelscope serve: requests from {origin} are refused\n")
+        if not token_ok(request):
+            raise web.HTTPForbidden(text="kernelscope serve: missing or wrong token; open the URL with "
+                                         "?token=... printed in the terminal\n")
+        response = await handler(request)
+        if request.path == "/" and isinstance(response, web.Response):
+            response.set_cookie(cookie, token, httponly=True, samesite="Strict", path="/")
+        return response
+
+    class GuardedServer(Server):
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            app.middlewares.append(guard)
+            return app
+
+        async def handle_index(self, request: web.Request):
+            # The page's WebSocket and static URLs on the host the browser used (checked by guard),
+            # so its cookie goes with the upgrade; no await before super() reads it.
+            self.public_url = f"http://{request.headers['Host']}"
+            return await super().handle_index(request)
+
+        async def on_startup(self, app: web.Application) -> None:
+            print(f"kernelscope: serving on http://{url_host(host)}:{port}/?token={token}  (ctrl+c to stop)",
+                  file=sys.stderr, flush=True)
+
+    return GuardedServer(command, host=host, port=port, title="kernelscope",
+                         public_url=f"http://{url_host(host)}:{port}")
+
+
 def run(args: argparse.Namespace) -> int:
     if args.host not in LOOPBACK:
         print(f"kernelscope: refusing to serve on {args.host}: only loopback addresses "
               f"({', '.join(LOOPBACK)}); use `ssh -L {args.port}:localhost:{args.port}` to reach it", file=sys.stderr)
         return 2
+    problem = port_problem(args.host, args.port)
+    if problem:
+        print(f"kernelscope: {problem}", file=sys.stderr)
+        return 2
     try:
-        from textual_serve.server import Server
+        import textual_serve.server  # noqa: F401
     except ImportError:
         print("kernelscope: `serve` needs textual-serve; install it with `pip install 'kernelscope[serve]'`",
               file=sys.stderr)
         return 2
-    print(f"kernelscope: serving on http://{args.host}:{args.port}  (ctrl+c to stop)", file=sys.stderr)
-    Server(serve_command(args), host=args.host, port=args.port, title="kernelscope").serve()
+    server = make_server(serve_command(args), args.host, args.port, secrets.token_urlsafe(24))
+    try:
+        server.serve()
+    except OSError as exc:  # the port was taken between the check and the bind
+        print(f"kernelscope: cannot serve on {args.host}:{args.port} ({exc.strerror or exc}); "
+              "pick another with --port", file=sys.stderr)
+        return 2
     return 0
