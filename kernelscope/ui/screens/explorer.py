@@ -63,8 +63,16 @@ def kernel_lexer(lang: str):
     return make
 
 
+class Pane(Vertical):
+    """One titled pane of the explorer; ``z`` zooms it to the whole body (Textual's maximize)."""
+
+    ALLOW_MAXIMIZE = True  # a container is not focusable, and Textual maximizes only focusables by default
+
+
 class ExplorerScreen(Screen):
     """Every view of one bundle."""
+
+    ALLOW_IN_MAXIMIZED_VIEW = "SearchBar, Footer"  # a zoomed pane keeps its search bar and keys
 
     BINDINGS = [
         Binding("comma", "step_kernel(-1)", "Prev kernel", key_display=","),
@@ -118,7 +126,7 @@ class ExplorerScreen(Screen):
         self._set_layout_mode(self._wanted_layout())
         with Container(id="panes"):
             for pid in GRID_ORDER:
-                with Vertical(id=f"pane-{pid}", classes=" ".join(["pane", *self._pane_classes(pid)])) as pane:
+                with Pane(id=f"pane-{pid}", classes=" ".join(["pane", *self._pane_classes(pid)])) as pane:
                     pane.border_title = f"{PANE_KEYS[pid]} {PANE_TITLES[pid]}"
                     if pid == "fx":
                         yield Tabs(*[Tab(FX_TITLES[k], id=f"fxk-{k}") for k in FX_ORDER], id="fx-tabs",
@@ -175,6 +183,8 @@ class ExplorerScreen(Screen):
                 pane.set_class(name in self._pane_classes(pid), name)
 
     def action_show_pane(self, pane_id: str) -> None:
+        if self.maximized is not None:  # zoomed: the pane asked for is the one zoomed now
+            self.maximize(self.query_one(f"#pane-{pane_id}", Pane), container=False)
         self.query_one("#pane-tabs", Tabs).active = f"tab-{pane_id}"
         self._activate(pane_id, focus=True)
 
@@ -203,13 +213,15 @@ class ExplorerScreen(Screen):
             node = node.parent
 
     def action_zoom(self) -> None:
+        """The focused pane fills the body (z again, or escape, brings the layout back)."""
         if self.maximized is not None:
             self.minimize()
             return
         focused = self.focused
-        if focused is not None:
-            pane = next((a for a in focused.ancestors_with_self if "pane" in a.classes), None)
-            self.maximize(pane or focused, container=False)
+        pane = next((a for a in focused.ancestors_with_self if isinstance(a, Pane)), None) if focused else None
+        if pane is None:
+            pane = self.query_one(f"#pane-{self.active_pane}", Pane)
+        self.maximize(pane, container=False)
 
     # -- selection ---------------------------------------------------------------------------------
     def select(self, graph: Graph | None, kernel: Kernel | None) -> None:
