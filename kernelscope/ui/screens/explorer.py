@@ -20,7 +20,7 @@ from kernelscope.ui.summary import info_text, title_line
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
-from kernelscope.ui.widgets.key_footer import KeyFooter
+from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.xref import FX_ORDER, FX_TITLES, BundleIndex, base_name, compact_fx
 
@@ -87,12 +87,19 @@ class ExplorerScreen(Screen):
         Binding("c", "recompile_form", "Recompile…"),
         Binding("r", "recapture", "Recapture", show=False),
         Binding("e", "edit", "Edit & run"),
-        Binding("p", "pipeline", "Pipeline", show=False),
-        Binding("b", "bench", "Bench", show=False),
-        Binding("d", "diff", "Diff", show=False),
+        Binding("p", "pipeline", "Pipeline"),
+        Binding("b", "bench", "Bench"),
+        Binding("d", "diff", "Diff"),
         Binding("escape,q", "back", "Back"),
         *[Binding(key, f"show_pane('{pid}')", title, show=False) for pid, title, key in PANES],
     ]
+
+    # The footer shows these first, before the focused pane's keys: at 80 columns only five or six fit.
+    HEADLINE_ACTIONS = ("pipeline", "bench", "diff")
+
+    @property
+    def active_bindings(self):
+        return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
 
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()
@@ -267,11 +274,17 @@ class ExplorerScreen(Screen):
             nxt = kernels[0]
         self._cycle = (key, ids)
         self.select_kernel(nxt)
+        back = ""
+        if self.layout_mode != "wide":
+            # One pane at a time: show the kernel followed to (in the wide grid it is on screen already).
+            back = f"{PANE_KEYS[self.active_pane]}: back to {TAB_LABELS.get(self.active_pane, self.active_pane)}"
+            self.action_show_pane("kernel")
         if len(kernels) > 1:
             names = ", ".join(k.name for k in kernels)
-            self.notify(f"{what} fed {len(kernels)} kernels: {names} (enter again: next)", timeout=4)
+            again = f"{back}, enter there again: next" if back else "enter again: next"
+            self.notify(f"{what} fed {len(kernels)} kernels: {names} ({again})", timeout=4)
         else:
-            self.notify(f"{what} → {nxt.name}", timeout=2)
+            self.notify(f"{what} → {nxt.name}" + (f" ({back})" if back else ""), timeout=2)
 
     @on(CodeView.LineActivated, "#source")
     def _source_line(self, event: CodeView.LineActivated) -> None:
