@@ -113,7 +113,8 @@ class PipelineView(Widget, can_focus=False):
         Binding("s", "toggle_split", "side by side"),
         Binding("d", "toggle_diff", "diff"),
         Binding("p", "toggle_passes", "passes"),
-        Binding("a", "toggle_sass_raw", "raw SASS"),
+        Binding("a", "sass_listing(True)", "raw SASS"),  # one of the two shows: the listing a switches to
+        Binding("a", "sass_listing(False)", "compact SASS"),
         Binding("c", "toggle_changed", "changed only", show=False),
         Binding("v", "cycle_pass_view", "diff/before/after", show=False),
         Binding("l", "toggle_pass_log", "MLIR/LLVM", show=False),
@@ -457,8 +458,8 @@ class PipelineView(Widget, can_focus=False):
             self.other_index = (self.stage_index + 1) % len(self.stages)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "toggle_sass_raw":  # in the footer only where there is SASS to show
-            return self.mode == "stages" and bool(self.stages) and "sass" in (
+        if action == "sass_listing":  # in the footer only where there is SASS to show
+            return self.mode == "stages" and bool(self.stages) and parameters[0] != self.sass_raw and "sass" in (
                 self.current.stage, self.other.stage if self.split or self.diff else "")
         return True
 
@@ -472,11 +473,11 @@ class PipelineView(Widget, can_focus=False):
         self._other_off_current()
         self.show()
 
-    def action_toggle_sass_raw(self) -> None:
+    def action_sass_listing(self, raw: bool) -> None:
         """SASS as nvdisasm prints it (a `//## File` line before each source line's instructions), or compact."""
-        if not self.raw_stages:
+        if not self.raw_stages or raw == self.sass_raw:
             return
-        self.sass_raw = not self.sass_raw
+        self.sass_raw = raw
         pane = self.left if self.current.stage == "sass" else self.right
         at = pane.lines[pane.cursor_line - 1] if pane.lines else ""
         self._display_stages()
