@@ -126,7 +126,7 @@ def test_diff_is_the_previous_stage_against_this_one_and_braces_pick_the_partner
         assert view.left.border_title == "LLVM IR"
         await pilot.pause()
         shown = footer(view)
-        assert "{" in shown and "}" in shown and "partner" in shown, shown
+        assert "{" in shown and "}" in shown and "other" in shown, shown
 
     pipeline(steps)
 

@@ -74,14 +74,16 @@ class ExplorerScreen(Screen):
 
     ALLOW_IN_MAXIMIZED_VIEW = "SearchBar, Footer"  # a zoomed pane keeps its search bar and keys
 
+    _KERNEL = Binding.Group("Kernel", compact=True)  # "," "." share one label in the footer
+    _FX = Binding.Group("FX graph", compact=True)
     BINDINGS = [
-        Binding("comma", "step_kernel(-1)", "Prev kernel", key_display=","),
-        Binding("full_stop", "step_kernel(1)", "Next kernel", key_display="."),
+        Binding("comma", "step_kernel(-1)", "Prev kernel", key_display=",", group=_KERNEL),
+        Binding("full_stop", "step_kernel(1)", "Next kernel", key_display=".", group=_KERNEL),
         Binding("u", "goto('source')", "User lines"),
         Binding("x", "goto('fx')", "FX nodes"),
         Binding("o", "goto('output')", "Launch"),
-        Binding("left_square_bracket", "fx_kind(-1)", "FX ←", key_display="["),
-        Binding("right_square_bracket", "fx_kind(1)", "FX →", key_display="]"),
+        Binding("left_square_bracket", "fx_kind(-1)", "FX ←", key_display="[", group=_FX),
+        Binding("right_square_bracket", "fx_kind(1)", "FX →", key_display="]", group=_FX),
         Binding("a", "fx_compact", "FX as printed", show=False),
         Binding("z", "zoom", "Zoom pane"),
         Binding("c", "recompile_form", "Recompile…"),

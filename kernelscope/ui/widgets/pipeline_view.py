@@ -104,13 +104,13 @@ class PipelineView(Widget, can_focus=False):
     """
 
     _STAGE = Binding.Group("stage", compact=True)
-    _PARTNER = Binding.Group("partner", compact=True)
+    _PARTNER = Binding.Group("other", compact=True)  # the other pane's stage, or the diff's partner
     BINDINGS = [
         Binding("[", "step(-1)", "prev stage", group=_STAGE),
         Binding("]", "step(1)", "next stage", group=_STAGE),
-        Binding("{", "step_other(-1)", "partner: prev stage", group=_PARTNER),
-        Binding("}", "step_other(1)", "partner: next stage", group=_PARTNER),
-        Binding("s", "toggle_split", "side by side"),
+        Binding("{", "step_other(-1)", "other: prev stage", group=_PARTNER),
+        Binding("}", "step_other(1)", "other: next stage", group=_PARTNER),
+        Binding("s", "toggle_split", "split"),  # side by side; short, so that a raw SASS fits at 80 columns
         Binding("d", "toggle_diff", "diff"),
         Binding("p", "toggle_passes", "passes"),
         Binding("a", "sass_listing(True)", "raw SASS"),  # one of the two shows: the listing a switches to
@@ -309,7 +309,7 @@ class PipelineView(Widget, can_focus=False):
                 f"(no differences between {a.title} and {b.title})"
             )
             self.left.set_text(text, "diff", f"diff {a.title} → {b.title}")
-            self._set_status(f"unified diff {a.title} → {b.title}   [ ] stage  {{ }} partner  d back")
+            self._set_status(f"unified diff {a.title} → {b.title}   {{ }} another stage to compare  d back")
             return
         spec = STAGES[self.stage_index]
         self.left.set_text(cur.display_text(), spec.lexer if not cur.missing else "text", cur.title, cursor)
@@ -380,11 +380,8 @@ class PipelineView(Widget, can_focus=False):
             for src in src_lines:
                 mapped |= lines_for_source_line(there, src, path)
             there_pane.set_marked(mapped)
-        where = ", ".join(str(n) for n in sorted(src_lines)) or "-"
-        keys = "⏎ follow  [ ] stage  s side-by-side  d diff  p passes"
-        if here.stage == "sass":
-            keys += "  a compact SASS" if self.sass_raw else "  a raw SASS"
-        self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}   {keys}")
+        where = ", ".join(str(n) for n in sorted(src_lines)) or "-"  # the keys are in the footer
+        self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}")
 
     @on(CodeView.CursorMoved)
     def _cursor_moved(self, message: CodeView.CursorMoved) -> None:
@@ -449,7 +446,7 @@ class PipelineView(Widget, can_focus=False):
         self.show(cursor=src[0])
         self.left.set_marked(set(src), scroll=False)
         self._set_status(f"{here.title} line {line} ← source line {', '.join(map(str, src))}   "
-                         f"⏎ back to {here.title}  [ ] stage")
+                         f"⏎ back to {here.title}")
 
     # --- actions ---------------------------------------------------------------------------------
 
