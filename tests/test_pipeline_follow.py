@@ -122,8 +122,17 @@ def test_diff_is_the_previous_stage_against_this_one_and_braces_pick_the_partner
         assert view.left.lines[:2] == ["--- TTGIR", "+++ LLVM IR"]
         await pilot.press("{")  # the partner one stage back: still earlier first
         assert view.left.lines[:2] == ["--- TTIR", "+++ LLVM IR"]
+        await pilot.press("]")  # a new stage: against the one before it again
+        assert view.left.lines[:2] == ["--- LLVM IR", "+++ PTX"]
         await pilot.press("d")
-        assert view.left.border_title == "LLVM IR"
+        assert view.left.border_title == "PTX"
+        await pilot.press("s", "d")  # from side by side: the diff takes the whole width
+        await pilot.pause()
+        assert view.left.border_title == "diff LLVM IR → PTX"
+        assert view.query_one("#pv-right").region.width == 0 and view.left.region.width > 70
+        await pilot.press("d")
+        await pilot.pause()
+        assert view.query_one("#pv-right").region.width > 30
         await pilot.pause()
         shown = footer(view)
         assert "{" in shown and "}" in shown and "other" in shown, shown

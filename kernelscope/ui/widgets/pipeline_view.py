@@ -154,7 +154,6 @@ class PipelineView(Widget, can_focus=False):
         self.stages: list[StageText] = []  # as shown: temporary paths named, SASS compact unless sass_raw
         self.raw_stages: list[StageText] = []  # as loaded
         self.sass_raw = False
-        self._partner_picked = False  # { } chose the diff's partner; else it is the previous stage
         self._came_from: tuple[int, int] | None = None  # (stage, line) a single-pane follow left for the source
         self.stage_index = 0
         self.other_index = 1
@@ -296,7 +295,7 @@ class PipelineView(Widget, can_focus=False):
             bar.update(self._stage_bar())
             self._show_passes()
             return
-        self.set_class(self.split, "-split")
+        self.set_class(self.split and not self.diff, "-split")  # a diff takes the whole width
         bar.update(self._stage_bar())
         cur = self.current
         if cur is None:
@@ -465,8 +464,8 @@ class PipelineView(Widget, can_focus=False):
             return
         self._came_from = None
         self.stage_index = (self.stage_index + delta) % len(self.stages)
-        if self.diff and (not self._partner_picked or self.other_index == self.stage_index):
-            self._partner_previous()  # each stage against the one before it
+        if self.diff:
+            self._partner_previous()  # each stage against the one before it ({ } picks another)
         self._other_off_current()
         self.show()
 
@@ -489,7 +488,6 @@ class PipelineView(Widget, can_focus=False):
     def action_step_other(self, delta: int) -> None:
         if self.mode != "stages" or not self.stages:
             return
-        self._partner_picked = True
         self.other_index = (self.other_index + delta) % len(self.stages)
         if self.other_index == self.stage_index:
             self.other_index = (self.other_index + delta) % len(self.stages)
@@ -508,7 +506,6 @@ class PipelineView(Widget, can_focus=False):
         self.show()
 
     def _partner_previous(self) -> None:
-        self._partner_picked = False
         self.other_index = self.stage_index - 1 if self.stage_index > 0 else 1
 
     def action_toggle_passes(self) -> None:
