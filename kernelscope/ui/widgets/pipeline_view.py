@@ -494,9 +494,10 @@ class PipelineView(Widget, can_focus=False):
         self.show()
 
     def action_toggle_split(self) -> None:
+        keep = self.left.cursor_line if not self.diff else 1  # the same stage stays on the left
         self.split = not self.split
         self.diff = False
-        self.show()
+        self.show(cursor=keep)
 
     def action_toggle_diff(self) -> None:
         """Diff the previous stage against this one ({ } pick another partner)."""
