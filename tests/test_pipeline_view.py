@@ -86,7 +86,7 @@ async def _unified_diff_between_two_stages(add_relu):
     async with app.run_test(size=(120, 30)) as pilot:
         view = app.query_one(PipelineView)
         await _ready(pilot, view)
-        view.select_stage("ttir")  # other pane defaults to the next stage, TTGIR
+        view.select_stage("ttgir")  # d diffs the stage before it against it: TTIR → TTGIR
         await pilot.press("d")
         text = "\n".join(view.left.lines)
         assert view.left.lexer_name == "diff"

@@ -346,7 +346,10 @@ def line_map(stage: StageText, kernel_file: str | None = None) -> LineMap:
         name = os.path.basename(kernel_file) if kernel_file else ""
     else:
         parse = _FRAMES_BY_STAGE.get(stage.stage)
-        frames = parse(stage.text) if parse else {}
+        if stage.frames is not None:
+            frames = stage.frames
+        else:
+            frames = parse(stage.text) if parse else {}
         name = os.path.basename(kernel_file) if kernel_file else _guess_kernel_file(frames)
     result = LineMap(stage.stage, frames, name)
     cache[key] = result

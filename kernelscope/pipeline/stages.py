@@ -56,6 +56,9 @@ class StageText:
     text: str = ""
     path: str = ""  # the file it was read from ("" when computed or missing)
     missing_reason: str = ""
+    # Source frames per line, when known up front: a listing rewritten for display (kernelscope.pipeline.listing)
+    # keeps the line map of the text it came from. None: parse them from ``text``.
+    frames: dict[int, frozenset[tuple[str, int]]] | None = field(default=None, repr=False, compare=False)
     _lines: list[str] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -21,7 +21,8 @@ class EditorScreen(Screen):
     BINDINGS = [
         Binding("ctrl+r", "recompile", "Recompile", priority=True),
         Binding("ctrl+s", "save", "Save to your file…", priority=True),
-        Binding("escape", "app.pop_screen", "Back"),
+        # priority: the TextArea would take escape (it moves focus out of a code editor)
+        Binding("escape", "back", "Back", priority=True),
     ]
 
     def __init__(self, request: CaptureRequest, *, origin_file: str, name: str, scratch: Path | None = None,
@@ -58,6 +59,32 @@ class EditorScreen(Screen):
     @property
     def text(self) -> str:
         return self.query_one(TextArea).text
+
+    def unsaved(self) -> bool:
+        """Edits that leaving would lose: in neither the scratch copy (ctrl+r) nor your file (ctrl+s)."""
+        text = self.text
+        for path in (self.scratch, self.origin_file):
+            try:
+                if path.read_text(encoding="utf-8") == text:
+                    return False
+            except OSError:
+                continue
+        return True
+
+    def action_back(self) -> None:
+        if self.app.screen is not self:
+            return
+        if not self.unsaved():
+            self.app.pop_screen()
+            return
+        from kernelscope.ui.screens.dialogs import ConfirmScreen
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self.app.pop_screen()
+
+        self.app.push_screen(ConfirmScreen("Leave the editor and lose your edits? They are neither recompiled "
+                                           "(ctrl+r) nor saved to your file (ctrl+s)."), answer)
 
     def action_recompile(self) -> None:
         self.scratch.write_text(self.text, encoding="utf-8")

@@ -20,7 +20,7 @@ from kernelscope.ui.summary import info_text, title_line
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
-from kernelscope.ui.widgets.key_footer import KeyFooter
+from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.widgets.source_files import SourceFiles
 from kernelscope.ui.xref import FX_ORDER, FX_TITLES, BundleIndex, base_name, compact_fx
@@ -76,29 +76,46 @@ class TitleLine(Static):
         return title_line(self.bundle, self.previous, self.size.width or None)
 
 
+class Pane(Vertical):
+    """One titled pane of the explorer; ``z`` zooms it to the whole body (Textual's maximize)."""
+
+    ALLOW_MAXIMIZE = True  # a container is not focusable, and Textual maximizes only focusables by default
+
+
 class ExplorerScreen(Screen):
     """Every view of one bundle."""
 
+    ALLOW_IN_MAXIMIZED_VIEW = "SearchBar, Footer"  # a zoomed pane keeps its search bar and keys
+
+    _KERNEL = Binding.Group("Kernel", compact=True)  # "," "." share one label in the footer
+    _FX = Binding.Group("FX graph", compact=True)
     BINDINGS = [
-        Binding("comma", "step_kernel(-1)", "Prev kernel", key_display=","),
-        Binding("full_stop", "step_kernel(1)", "Next kernel", key_display="."),
+        Binding("comma", "step_kernel(-1)", "Prev kernel", key_display=",", group=_KERNEL),
+        Binding("full_stop", "step_kernel(1)", "Next kernel", key_display=".", group=_KERNEL),
         Binding("u", "goto('source')", "User lines"),
         Binding("x", "goto('fx')", "FX nodes"),
         Binding("f", "next_file", "Next file", show=False),
         Binding("o", "goto('output')", "Launch"),
-        Binding("left_square_bracket", "fx_kind(-1)", "FX ←", key_display="["),
-        Binding("right_square_bracket", "fx_kind(1)", "FX →", key_display="]"),
+        Binding("left_square_bracket", "fx_kind(-1)", "FX ←", key_display="[", group=_FX),
+        Binding("right_square_bracket", "fx_kind(1)", "FX →", key_display="]", group=_FX),
         Binding("a", "fx_compact", "FX as printed", show=False),
         Binding("z", "zoom", "Zoom pane"),
         Binding("c", "recompile_form", "Recompile…"),
         Binding("r", "recapture", "Recapture", show=False),
         Binding("e", "edit", "Edit & run"),
-        Binding("p", "pipeline", "Pipeline", show=False),
-        Binding("b", "bench", "Bench", show=False),
-        Binding("d", "diff", "Diff", show=False),
+        Binding("p", "pipeline", "Pipeline"),
+        Binding("b", "bench", "Bench"),
+        Binding("d", "diff", "Diff"),
         Binding("escape,q", "back", "Back"),
         *[Binding(key, f"show_pane('{pid}')", title, show=False) for pid, title, key in PANES],
     ]
+
+    # The footer shows these first, before the focused pane's keys: at 80 columns only five or six fit.
+    HEADLINE_ACTIONS = ("pipeline", "bench", "diff")
+
+    @property
+    def active_bindings(self):
+        return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
 
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()
@@ -132,7 +149,7 @@ class ExplorerScreen(Screen):
         self._set_layout_mode(self._wanted_layout())
         with Container(id="panes"):
             for pid in GRID_ORDER:
-                with Vertical(id=f"pane-{pid}", classes=" ".join(["pane", *self._pane_classes(pid)])) as pane:
+                with Pane(id=f"pane-{pid}", classes=" ".join(["pane", *self._pane_classes(pid)])) as pane:
                     pane.border_title = f"{PANE_KEYS[pid]} {PANE_TITLES[pid]}"
                     if pid == "source":
                         yield SourceFiles(id="source-files")
@@ -191,6 +208,8 @@ class ExplorerScreen(Screen):
                 pane.set_class(name in self._pane_classes(pid), name)
 
     def action_show_pane(self, pane_id: str) -> None:
+        if self.maximized is not None:  # zoomed: the pane asked for is the one zoomed now
+            self.maximize(self.query_one(f"#pane-{pane_id}", Pane), container=False)
         self.query_one("#pane-tabs", Tabs).active = f"tab-{pane_id}"
         self._activate(pane_id, focus=True)
 
@@ -219,13 +238,15 @@ class ExplorerScreen(Screen):
             node = node.parent
 
     def action_zoom(self) -> None:
+        """The focused pane fills the body (z again, or escape, brings the layout back)."""
         if self.maximized is not None:
             self.minimize()
             return
         focused = self.focused
-        if focused is not None:
-            pane = next((a for a in focused.ancestors_with_self if "pane" in a.classes), None)
-            self.maximize(pane or focused, container=False)
+        pane = next((a for a in focused.ancestors_with_self if isinstance(a, Pane)), None) if focused else None
+        if pane is None:
+            pane = self.query_one(f"#pane-{self.active_pane}", Pane)
+        self.maximize(pane, container=False)
 
     # -- selection ---------------------------------------------------------------------------------
     def select(self, graph: Graph | None, kernel: Kernel | None) -> None:
@@ -272,11 +293,17 @@ class ExplorerScreen(Screen):
             nxt = kernels[0]
         self._cycle = (key, ids)
         self.select_kernel(nxt)
+        back = ""
+        if self.layout_mode != "wide":
+            # One pane at a time: show the kernel followed to (in the wide grid it is on screen already).
+            back = f"{PANE_KEYS[self.active_pane]}: back to {TAB_LABELS.get(self.active_pane, self.active_pane)}"
+            self.action_show_pane("kernel")
         if len(kernels) > 1:
             names = ", ".join(k.name for k in kernels)
-            self.notify(f"{what} fed {plural(len(kernels), 'kernel')}: {names} (enter again: next)", timeout=4)
+            again = f"{back}, enter there again: next" if back else "enter again: next"
+            self.notify(f"{what} fed {plural(len(kernels), 'kernel')}: {names} ({again})", timeout=4)
         else:
-            self.notify(f"{what} → {nxt.name}", timeout=2)
+            self.notify(f"{what} → {nxt.name}" + (f" ({back})" if back else ""), timeout=2)
 
     @on(CodeView.LineActivated, "#source")
     def _source_line(self, event: CodeView.LineActivated) -> None:

@@ -14,6 +14,7 @@ from textual.widgets import Footer, Static
 
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.key_footer import headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
 
 
@@ -42,10 +43,18 @@ class ToolScreen(Screen):
 
 
 class PipelineScreen(ToolScreen):
+    # The footer shows the pipeline's keys first, before the focused pane's (search, marks, copy).
+    HEADLINE_ACTIONS = ("step", "step_other", "toggle_split", "toggle_diff", "toggle_passes", "sass_listing",
+                        "activate")
+
     def __init__(self, bundle: Bundle, kernel: Kernel) -> None:
         super().__init__()
         self.bundle, self.kernel = bundle, kernel
-        self.title_text = f"Triton pipeline · {kernel.name}  ([ ] stage · s side by side · d diff · p passes)"
+        self.title_text = f"Triton pipeline · {kernel.name}"
+
+    @property
+    def active_bindings(self):
+        return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
 
     def body(self) -> ComposeResult:
         try:

@@ -124,7 +124,7 @@ class CodeView(ScrollView, can_focus=True):
         self.query_text = ""
         self.follow_hint = follow_hint
         self._strips: LRUCache[tuple, Strip] = LRUCache(2048)
-        self._gutter_width = 0
+        self._gutter_width = self._gutter_for(self.doc)  # rendered before any set_document too
         self._pending_center = False
 
     # -- content ---------------------------------------------------------------------------------
@@ -179,13 +179,16 @@ class CodeView(ScrollView, can_focus=True):
     def text(self) -> str:
         return self.raw_text if self.raw_text is not None else self.doc.text
 
+    def _gutter_for(self, doc: TextDoc) -> int:
+        if self.placeholder:
+            return 1
+        n = len(doc)
+        widest = max((len(self.labels(i)) for i in range(n)), default=1) if self.labels else len(str(n))
+        return widest + 4  # mark glyph, number, space, bar, space
+
     def _relayout(self) -> None:
         n = len(self.doc)
-        if self.placeholder:
-            self._gutter_width = 1
-        else:
-            widest = max((len(self.labels(i)) for i in range(n)), default=1) if self.labels else len(str(n))
-            self._gutter_width = widest + 4  # mark glyph, space, number, space, bar
+        self._gutter_width = self._gutter_for(self.doc)
         self._strips.clear()
         self.virtual_size = Size(self._gutter_width + self.doc.width + 1, n)
         self.refresh()
@@ -341,7 +344,7 @@ class CodeView(ScrollView, can_focus=True):
             gutter_style = gutter_style + Style(bold=True)
         label = self.labels(index) if self.labels else str(index + 1)
         glyph = MARK_GLYPH if marked else ("›" if index == self.cursor and self.has_focus else " ")
-        gutter = f"{glyph}{label:>{self._gutter_width - 4}} │ "
+        gutter = f"{glyph}{label.rjust(self._gutter_width - 4)} │ "  # rjust: a width <= 0 pads nothing
         gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
 
         content = Text(style=line_style, no_wrap=True, end="")

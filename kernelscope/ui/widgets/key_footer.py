@@ -27,6 +27,16 @@ if TYPE_CHECKING:
     from textual.screen import Screen
 
 
+def headline_first(bindings: dict, actions: tuple[str, ...]) -> dict:
+    """A screen's active bindings with those of ``actions`` (names, without arguments) first.
+
+    A footer shows keys in this order, and at 80 columns only the first five or six fit: a screen puts
+    its headline keys there, before the focused widget's own. Key handling does not read this order.
+    """
+    first = {key: b for key, b in bindings.items() if b.binding.action.partition("(")[0] in actions}
+    return first | bindings
+
+
 class _KeyFooter(Footer):
     """A Footer that shows its keys from the first compose and skips rebuilds that change nothing."""
 

@@ -23,7 +23,8 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from kernelscope.bundle.model import Bundle, Kernel
-from kernelscope.pipeline.linemap import lines_for_source_line, source_lines_for
+from kernelscope.pipeline.linemap import lines_for_source_line, map_between, source_lines_for
+from kernelscope.pipeline.listing import display_stage
 from kernelscope.pipeline.stages import STAGE_NAMES, STAGES, StageText
 from kernelscope.ui.lexers import lexer_for_stage
 from kernelscope.ui.textdoc import TextDoc
@@ -102,14 +103,18 @@ class PipelineView(Widget, can_focus=False):
     PipelineView #pv-status { height: 1; padding: 0 1; color: $text-muted; }
     """
 
+    _STAGE = Binding.Group("stage", compact=True)
+    _PARTNER = Binding.Group("other", compact=True)  # the other pane's stage, or the diff's partner
     BINDINGS = [
-        Binding("]", "step(1)", "next stage"),
-        Binding("[", "step(-1)", "prev stage"),
-        Binding("}", "step_other(1)", "other pane: next", show=False),
-        Binding("{", "step_other(-1)", "other pane: prev", show=False),
-        Binding("s", "toggle_split", "side by side"),
+        Binding("[", "step(-1)", "prev stage", group=_STAGE),
+        Binding("]", "step(1)", "next stage", group=_STAGE),
+        Binding("{", "step_other(-1)", "other: prev stage", group=_PARTNER),
+        Binding("}", "step_other(1)", "other: next stage", group=_PARTNER),
+        Binding("s", "toggle_split", "split"),  # side by side; short, so that a raw SASS fits at 80 columns
         Binding("d", "toggle_diff", "diff"),
         Binding("p", "toggle_passes", "passes"),
+        Binding("a", "sass_listing(True)", "raw SASS"),  # one of the two shows: the listing a switches to
+        Binding("a", "sass_listing(False)", "compact SASS"),
         Binding("c", "toggle_changed", "changed only", show=False),
         Binding("v", "cycle_pass_view", "diff/before/after", show=False),
         Binding("l", "toggle_pass_log", "MLIR/LLVM", show=False),
@@ -146,7 +151,10 @@ class PipelineView(Widget, can_focus=False):
         self.kernel = kernel
         self.variant = variant
         self.cache_dir = cache_dir
-        self.stages: list[StageText] = []
+        self.stages: list[StageText] = []  # as shown: temporary paths named, SASS compact unless sass_raw
+        self.raw_stages: list[StageText] = []  # as loaded
+        self.sass_raw = False
+        self._came_from: tuple[int, int] | None = None  # (stage, line) a single-pane follow left for the source
         self.stage_index = 0
         self.other_index = 1
         self.split = False
@@ -224,10 +232,16 @@ class PipelineView(Widget, can_focus=False):
 
     @on(StagesLoaded)
     def _stages_loaded(self, message: StagesLoaded) -> None:
-        self.stages = message.stages
+        self.raw_stages = message.stages
+        self._display_stages()
         self.stage_index = 0
         self.other_index = 1 if len(self.stages) > 1 else 0
         self.show()
+
+    def _display_stages(self) -> None:
+        name = (self.kernel.source or "").rsplit("/", 1)[-1] or f"{self.kernel.name}.py"
+        self.stages = [display_stage(st, self.kernel.kernel_path or None, name, compact=not self.sass_raw)
+                       for st in self.raw_stages]
 
     @on(PassesLoaded)
     def _passes_loaded(self, message: PassesLoaded) -> None:
@@ -273,29 +287,31 @@ class PipelineView(Widget, can_focus=False):
                 return log
         return None
 
-    def show(self) -> None:
-        """Redraw both panes for the current mode, stages and toggles."""
+    def show(self, cursor: int = 1) -> None:
+        """Redraw both panes for the current mode, stages and toggles (``cursor``: the left pane's line)."""
         bar = self.query_one("#pv-stages", Static)
         if self.mode == "passes":
             self.set_class(True, "-split")
             bar.update(self._stage_bar())
             self._show_passes()
             return
-        self.set_class(self.split, "-split")
+        self.set_class(self.split and not self.diff, "-split")  # a diff takes the whole width
         bar.update(self._stage_bar())
         cur = self.current
         if cur is None:
             return
+        self.app.refresh_bindings()  # "a raw SASS" shows only on SASS
         if self.diff:
-            oth = self.other
-            text = "\n".join(difflib.unified_diff(cur.lines, oth.lines, cur.title, oth.title, lineterm="")) or (
-                f"(no differences between {cur.title} and {oth.title})"
+            # Always the earlier stage first: what the later one changed reads as + lines.
+            a, b = (self.stages[i] for i in sorted((self.stage_index, self.other_index)))
+            text = "\n".join(difflib.unified_diff(a.lines, b.lines, a.title, b.title, lineterm="")) or (
+                f"(no differences between {a.title} and {b.title})"
             )
-            self.left.set_text(text, "diff", f"diff {cur.title} → {oth.title}")
-            self._set_status(f"unified diff {cur.title} → {oth.title}   [ ] change stage, {{ }} change the other")
+            self.left.set_text(text, "diff", f"diff {a.title} → {b.title}")
+            self._set_status(f"unified diff {a.title} → {b.title}   {{ }} another stage to compare  d back")
             return
         spec = STAGES[self.stage_index]
-        self.left.set_text(cur.display_text(), spec.lexer if not cur.missing else "text", cur.title)
+        self.left.set_text(cur.display_text(), spec.lexer if not cur.missing else "text", cur.title, cursor)
         if self.split:
             oth = self.other
             ospec = STAGES[self.other_index]
@@ -363,9 +379,8 @@ class PipelineView(Widget, can_focus=False):
             for src in src_lines:
                 mapped |= lines_for_source_line(there, src, path)
             there_pane.set_marked(mapped)
-        where = ", ".join(str(n) for n in sorted(src_lines)) or "-"
-        keys = "[ ] stage  s side-by-side  d diff  p passes"
-        self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}   {keys}")
+        where = ", ".join(str(n) for n in sorted(src_lines)) or "-"  # the keys are in the footer
+        self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}")
 
     @on(CodeView.CursorMoved)
     def _cursor_moved(self, message: CodeView.CursorMoved) -> None:
@@ -377,15 +392,98 @@ class PipelineView(Widget, can_focus=False):
             return
         self._update_mapping(pane)
 
+    @on(CodeView.LineActivated)
+    def _follow(self, message: CodeView.LineActivated) -> None:
+        """Enter: to the source line a stage line came from, and back; side by side, to the mapped lines."""
+        message.stop()
+        pane, line = message.view, message.index + 1
+        if self.mode == "passes":
+            if pane is self.left:
+                self.right.focus()
+            return
+        if self.diff or not self.stages:
+            self.notify("a diff has no line mapping: d shows the stage again", timeout=3)
+            return
+        path = self.kernel.kernel_path or None
+        here = self.current if pane is self.left else self.other
+        if self.split:
+            there_pane = self.right if pane is self.left else self.left
+            there = self.other if pane is self.left else self.current
+            targets = sorted(map_between(here, line, there, path))
+            if not targets:
+                self.notify(f"{here.title} line {line} maps to no line of {there.title}", severity="warning", timeout=3)
+                return
+            # enter again steps through the mapped lines
+            nxt = next((t for t in targets if t > there_pane.cursor_line), targets[0])
+            there_pane.focus()
+            there_pane.move_cursor(nxt - 1, center=True)
+            return
+        if here.stage == "source":
+            if self._came_from is None:
+                self.notify("enter on a TTIR ... SASS line jumps to its source line here, and enter here back",
+                            timeout=4)
+                return
+            stage_index, from_line = self._came_from
+            back = self.stages[stage_index]
+            targets = sorted(lines_for_source_line(back, line, path))
+            self._came_from = None
+            self.stage_index = stage_index
+            self._other_off_current()
+            # the line we came from when it came from this source line, else the first that did
+            to = from_line if from_line in targets or not targets else targets[0]
+            self.show(cursor=to)
+            self.left.set_marked(set(targets), scroll=False)
+            return
+        src = sorted(source_lines_for(here, line, path))
+        if not src:
+            self.notify(f"{here.title} line {line} has no source line (no line info on it)", severity="warning",
+                        timeout=3)
+            return
+        self._came_from = (self.stage_index, line)
+        self.stage_index = STAGE_NAMES.index("source")
+        self._other_off_current()
+        self.show(cursor=src[0])
+        self.left.set_marked(set(src), scroll=False)
+        self._set_status(f"{here.title} line {line} ← source line {', '.join(map(str, src))}   "
+                         f"⏎ back to {here.title}")
+
     # --- actions ---------------------------------------------------------------------------------
+
+    def _other_off_current(self) -> None:
+        if self.other_index == self.stage_index:
+            self.other_index = (self.stage_index + 1) % len(self.stages)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "sass_listing":  # in the footer only where there is SASS to show
+            return self.mode == "stages" and bool(self.stages) and parameters[0] != self.sass_raw and "sass" in (
+                self.current.stage, self.other.stage if self.split or self.diff else "")
+        return True
 
     def action_step(self, delta: int) -> None:
         if self.mode != "stages" or not self.stages:
             return
+        self._came_from = None
         self.stage_index = (self.stage_index + delta) % len(self.stages)
-        if self.other_index == self.stage_index:
-            self.other_index = (self.stage_index + 1) % len(self.stages)
+        if self.diff:
+            self._partner_previous()  # each stage against the one before it ({ } picks another)
+        self._other_off_current()
         self.show()
+
+    def action_sass_listing(self, raw: bool) -> None:
+        """SASS as nvdisasm prints it (a `//## File` line before each source line's instructions), or compact."""
+        if not self.raw_stages or raw == self.sass_raw:
+            return
+        self.sass_raw = raw
+        pane = self.left if self.current.stage == "sass" else self.right
+        at = pane.lines[pane.cursor_line - 1] if pane.lines else ""
+        self._display_stages()
+        self.show()
+        if at.strip():  # keep the cursor on the same line (an instruction's address makes it unique)
+            found = next((i for i, text in enumerate(pane.lines) if text == at), None)
+            if found is not None:
+                pane.move_cursor(found, center=True)
+        self.notify("SASS as nvdisasm prints it" if self.sass_raw
+                    else "compact SASS: file/line comments folded into the line mapping", timeout=2)
 
     def action_step_other(self, delta: int) -> None:
         if self.mode != "stages" or not self.stages:
@@ -396,13 +494,20 @@ class PipelineView(Widget, can_focus=False):
         self.show()
 
     def action_toggle_split(self) -> None:
+        keep = self.left.cursor_line if not self.diff else 1  # the same stage stays on the left
         self.split = not self.split
         self.diff = False
-        self.show()
+        self.show(cursor=keep)
 
     def action_toggle_diff(self) -> None:
+        """Diff the previous stage against this one ({ } pick another partner)."""
         self.diff = not self.diff
+        if self.diff and self.stages:
+            self._partner_previous()
         self.show()
+
+    def _partner_previous(self) -> None:
+        self.other_index = self.stage_index - 1 if self.stage_index > 0 else 1
 
     def action_toggle_passes(self) -> None:
         self.mode = "stages" if self.mode == "passes" else "passes"
@@ -436,6 +541,7 @@ class PipelineView(Widget, can_focus=False):
     def select_stage(self, name: str) -> None:
         """Show stage ``name`` ("source", "ttir", ... "sass") on the left."""
         self.stage_index = STAGE_NAMES.index(name)
+        self._came_from = None
         if self.other_index == self.stage_index:
             self.other_index = (self.stage_index + 1) % len(STAGE_NAMES)
         self.show()
