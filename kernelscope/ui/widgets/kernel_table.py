@@ -84,9 +84,9 @@ class KernelTable(DataTable):
     # Long names shorten in the middle (``triton_poi_fused_…_relu_0``) so that the numbers after them
     # (nodes, bytes moved, user lines) always stay in view, at any width.
     def _graph_label(self, g: Graph, n: int, width: int | None = None) -> Text:
-        text = f"{g.kind} {g.compile_id} · {plural(n, 'kernel')}"
+        text = f"{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}"
         if width and len(text) > width:
-            text = shorten_middle(f"{g.kind} {g.compile_id}", width)  # the graph, not its count, when narrow
+            text = shorten_middle(f"{g.kind} graph {g.compile_id}", width)  # the graph, not its count, when narrow
         return Text(text, style="bold italic")
 
     def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
