@@ -88,7 +88,7 @@ class KernelTable(DataTable):
         if k.launches > 1:
             name.append(f" ×{k.launches}", style="dim")
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
-        return [self._mark(k.id), name, KIND_TAGS.get(k.kind, k.kind[:3]), nodes, short_bytes(kernel_moved(k)),
+        return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, short_bytes(kernel_moved(k)),
                 lines or "-"]
 
     def _mark(self, kid: str) -> Text:
