@@ -144,6 +144,27 @@ def printable(text: str) -> str:
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 
+MAX_LINE_CHARS = 4000  # a line shown in a view or a report is cut here
+MAX_SHOWN_CHARS = 2 << 20  # a text shown in a view or embedded in a report is cut here
+
+
+def clip_text(text: str, max_line: int = MAX_LINE_CHARS, max_chars: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` for showing: each line longer than ``max_line`` cut with a note of how much, and the
+    whole cut after ``max_chars`` with a note. Linear in the length of ``text``; unchanged when small."""
+    if len(text) <= max_line:
+        return text
+    cut_total = 0
+    if len(text) > max_chars:
+        cut_total = len(text) - max_chars
+        text = text[:max_chars]
+    if any(len(line) > max_line for line in text.split("\n")):
+        text = "\n".join(line if len(line) <= max_line else f"{line[:max_line]}… ({len(line) - max_line} chars cut)"
+                         for line in text.split("\n"))
+    if cut_total:
+        text += f"\n… ({cut_total} more chars cut: too long to show)\n"
+    return text
+
+
 def bundle_path(bundle: Bundle, relpath: str) -> Path:
     """``bundle.root/relpath``, refused when it leads outside the bundle (see ``inside``)."""
     return inside(bundle.root, relpath)
