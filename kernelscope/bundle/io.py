@@ -198,8 +198,14 @@ def fresh_path(folder: str | os.PathLike, name: str, suffix: str = "") -> Path:
 def make_staging_dir(out: str | os.PathLike) -> Path:
     """A fresh hidden folder next to ``out`` (same file system, so the final rename is atomic)."""
     out = Path(out).absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=TMP_PREFIX + out.name + "-", dir=out.parent))
+    if out.is_file():
+        raise BundleError(f"{out} is a file; -o names the folder to write the bundle into")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=TMP_PREFIX + out.name + "-", dir=out.parent))
+    except OSError as exc:
+        raise BundleError(f"cannot write a bundle at {out} ({exc.strerror or _one_line(exc)}); "
+                          "choose another -o") from exc
 
 
 def commit_staging_dir(staging: str | os.PathLike, out: str | os.PathLike, *, replace: bool = False) -> None:
@@ -220,4 +226,8 @@ def commit_staging_dir(staging: str | os.PathLike, out: str | os.PathLike, *, re
             raise
         shutil.rmtree(old, ignore_errors=True)
     else:
-        os.replace(staging, out)
+        try:
+            os.replace(staging, out)
+        except OSError as exc:
+            raise BundleError(f"cannot write the bundle to {out} ({exc.strerror or _one_line(exc)}); "
+                              "choose another -o") from exc
