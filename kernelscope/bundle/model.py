@@ -303,6 +303,22 @@ def _short(value: Any) -> str:
 
 _NESTED: dict[tuple[type, str], type] = {}
 
+# The free-form objects' keys that readers rely on, with their types (other keys are not checked).
+_KNOWN_KEYS: dict[str, dict[str, str]] = {
+    "target": {"spec": "str", "file": "str", "name": "str", "function": "str", "kind": "str", "args": "str",
+               "args_text": "str", "inputs": "list[str]", "logs": "list[str]", "first_line": "int | None",
+               "last_line": "int | None", "is_class": "bool", "is_sample": "bool", "arch": "str | None"},
+    "options": {"mode": "str | None", "dynamic": "bool | None", "fullgraph": "bool | None",
+                "backward": "bool | None", "device": "str | None", "passes": "bool | None",
+                "timeout": "float | None"},
+    "environment": {"python": "str | None", "platform": "str | None", "torch": "str | None",
+                    "triton": "str | None", "cuda": "str | None", "device": "str | None",
+                    "device_name": "str | None", "compute_capability": "str | None", "driver": "str | None",
+                    "sm_count": "int | None", "memory_gb": "float | None", "ranks": "list[int]",
+                    "source": "str | None"},
+    "source": {"path": "str", "file": "str", "first_line": "int | None", "last_line": "int | None"},
+}
+
 
 def _build(cls, data: Any, where: str) -> Any:
     """``cls`` from a JSON object, every known field type-checked; unknown keys are ignored so newer
@@ -321,6 +337,9 @@ def _build(cls, data: Any, where: str) -> Any:
                 raise BundleError(f"{where}.{key} should be a list, not {_type_name(value)}")
             continue
         _check(value, hint, f"{where}.{key}")
+        for sub, sub_hint in _KNOWN_KEYS.get(key, {}).items() if cls is Bundle else ():
+            if sub in value:
+                _check(value[sub], sub_hint, f"{where}.{key}.{sub}")
         kwargs[key] = value
     return cls(**kwargs)
 
