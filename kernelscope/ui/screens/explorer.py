@@ -10,8 +10,8 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.content import Content
 from textual.containers import Container, Vertical
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import OptionList, Static, Tab, Tabs
 from textual.widgets.option_list import Option

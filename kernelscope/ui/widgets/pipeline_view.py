@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.content import Content
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.markup import escape
 from textual.message import Message
 from textual.reactive import reactive
