@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any
 
-from kernelscope.bundle.io import BundleError, read_bundle, read_text
+from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
 from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, run_state, to_dict
 from kernelscope.units import fmt_bytes, plural
 
@@ -204,14 +204,14 @@ def artifact_text(b: Bundle, artifact: str, kernel: str | None = None, graph: st
         rel = b.files.get(artifact)
         if not rel:
             raise BundleError(f"this bundle has no {artifact} log")
-        return read_text(b, rel)
+        return read_text(b, rel, required=True)
     if artifact in GRAPH_ARTIFACTS:
         graphs = [b.graph(graph)] if graph else ([b.graph(k.graph)] if k else b.graphs)
         texts = []
         for g in graphs:
             rel = g.files.get(artifact)
             if rel:
-                texts.append((g.id, read_text(b, rel)))
+                texts.append((g.id, read_text(b, rel, required=True)))
         if not texts:
             raise BundleError(f"no {artifact} in {'graph ' + graphs[0].id if len(graphs) == 1 else 'this bundle'}")
         if len(texts) == 1:
@@ -222,13 +222,13 @@ def artifact_text(b: Bundle, artifact: str, kernel: str | None = None, graph: st
     if artifact == "source" and not arch:
         if not k.source:
             raise BundleError(f"{k.name} is an extern call ({k.call_text}); it has no generated source")
-        return read_text(b, k.source)
+        return read_text(b, k.source, required=True)
     if artifact in KERNEL_ARTIFACTS and not arch:
         variant = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
         if variant is None or artifact not in variant.files:
             why = "it is not a Triton kernel" if k.lang != "triton" else "Triton's cache had no such stage for it"
             raise BundleError(f"no {artifact} for {k.name}: {why}")
-        return read_text(b, variant.files[artifact])
+        return read_text(b, variant.files[artifact], required=True)
     try:
         from kernelscope.pipeline.artifacts import ARTIFACTS, render_artifact
     except ImportError as exc:
@@ -242,20 +242,20 @@ def artifact_text(b: Bundle, artifact: str, kernel: str | None = None, graph: st
 def run(args: argparse.Namespace) -> int:
     b = read_bundle(args.bundle)
     if args.artifact:
-        text = artifact_text(b, args.artifact, args.kernel, args.graph, args.arch)
+        text = printable(artifact_text(b, args.artifact, args.kernel, args.graph, args.arch))
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
         return 0
     if args.kernel:
         k = b.kernel(args.kernel)
         if args.json:
-            print(json.dumps(to_dict(k), indent=1))
+            print(json.dumps(to_dict(k), indent=1))  # JSON escapes control characters itself
         else:
             sub = Bundle(graphs=[b.graph(k.graph)], kernels=[k], target=b.target, source=b.source)
             sub.root = b.root
-            sys.stdout.write(summary_text(sub, launches_too=getattr(args, "launches", False)))
+            sys.stdout.write(printable(summary_text(sub, launches_too=getattr(args, "launches", False))))
         return 0
     if args.json:
         print(json.dumps(summary_dict(b), indent=1))
     else:
-        sys.stdout.write(summary_text(b, launches_too=getattr(args, "launches", False)))
+        sys.stdout.write(printable(summary_text(b, launches_too=getattr(args, "launches", False))))
     return 0

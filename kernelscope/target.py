@@ -282,10 +282,35 @@ def _resolve_file(file: str, name: str, *, spec: str, is_sample: bool = False) -
     target.description = doc.strip().split("\n")[0] if doc else ""
     options = defs.get("OPTIONS")
     if isinstance(options, ast.Assign):
-        try:
-            value = ast.literal_eval(options.value)
-            if isinstance(value, dict):
-                target.sample_options = value
-        except ValueError:
-            pass
+        target.sample_options = check_options(options.value, f"{file}:{options.lineno}")
     return target
+
+
+# What a file's OPTIONS dict may set, and what each value must be.
+_OPTION_CHECKS: dict[str, tuple[str, Any]] = {
+    "mode": ("one of default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs",
+             lambda v: v in (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")),
+    "dynamic": ("True, False or None", lambda v: v is None or isinstance(v, bool)),
+    "fullgraph": ("True or False", lambda v: isinstance(v, bool)),
+    "backward": ("True or False", lambda v: isinstance(v, bool)),
+    "device": ('"cuda", "cpu" or None', lambda v: v in (None, "cuda", "cpu")),
+}
+
+
+def check_options(node: ast.expr, where: str) -> dict[str, Any]:
+    """A file's ``OPTIONS = {...}``, checked: a literal dict of known keys with valid values, else a
+    TargetError naming OPTIONS and the bad key (the function is not to blame: it never ran)."""
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise TargetError(f"{where}: OPTIONS must be a literal dict like {{\"backward\": True}} "
+                          f"({exc.__class__.__name__})") from exc
+    if not isinstance(value, dict):
+        raise TargetError(f"{where}: OPTIONS must be a dict like {{\"backward\": True}}, not {type(value).__name__}")
+    for key, v in value.items():
+        check = _OPTION_CHECKS.get(key) if isinstance(key, str) else None
+        if check is None:
+            raise TargetError(f"{where}: OPTIONS has unknown key {key!r}; known: {', '.join(_OPTION_CHECKS)}")
+        if not check[1](v):
+            raise TargetError(f"{where}: OPTIONS[{key!r}] is {v!r}; it must be {check[0]}")
+    return value

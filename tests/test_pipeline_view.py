@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -123,10 +124,12 @@ async def _passes_mode_with_changed_filter_and_diff(add_relu, tmp_path):
     if not DUMP.is_file():
         pytest.skip("reference pass dump missing")
     # Store the reference dump as the captured passes of the kernel's first variant.
-    write_pass_logs(load_pass_file(DUMP), tmp_path / "passes")
+    # Inside the bundle: a path that leads outside it is refused (issue 14).
+    stored = Path(bundle.root) / "test-passes"
+    write_pass_logs(load_pass_file(DUMP), stored)
     variant = kernel.triton[0]
     saved = dict(variant.files)
-    variant.files["passes"] = str(tmp_path / "passes" / "passes.json")  # absolute paths resolve from root too
+    variant.files["passes"] = "test-passes/passes.json"
     try:
         app = PipelineApp(bundle, kernel, variant=variant)
         async with app.run_test(size=(160, 40)) as pilot:
@@ -156,6 +159,7 @@ async def _passes_mode_with_changed_filter_and_diff(add_relu, tmp_path):
             assert view.mode == "stages"
     finally:
         variant.files = saved
+        shutil.rmtree(stored, ignore_errors=True)
 
 
 def test_widget_import_pulls_in_neither_torch_nor_triton():

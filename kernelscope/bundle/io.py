@@ -30,35 +30,144 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
     if not manifest.is_file():
         raise BundleError(f"{root}: not a kernelscope bundle (no {MANIFEST}); capture one with `kernelscope capture`")
     try:
+        size = manifest.stat().st_size
+        if size > MAX_MANIFEST_BYTES:
+            raise BundleError(f"{manifest}: bundle manifest of {size >> 20} MB is larger than kernelscope reads "
+                              f"({MAX_MANIFEST_BYTES >> 20} MB); capture again")
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise BundleError(f"{manifest}: unreadable bundle manifest ({exc}); capture again") from exc
+        raise BundleError(f"{manifest}: unreadable bundle manifest ({_one_line(exc)}); capture again") from exc
+    except RecursionError as exc:
+        raise BundleError(f"{manifest}: bundle manifest nested too deeply to be a kernelscope bundle") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
         raise BundleError(f"{manifest}: not a kernelscope bundle manifest")
     version = data.get("version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise BundleError(f"{manifest}: bundle format version {version!r} is not a positive whole number; "
+                          "the manifest is damaged, capture again")
+    if version > SCHEMA_VERSION:
         raise BundleError(
             f"{root}: bundle format version {version} is newer than this kernelscope reads "
             f"({SCHEMA_VERSION}); upgrade kernelscope"
         )
-    bundle = from_dict(data)
+    try:
+        bundle = from_dict(data)
+    except BundleError as exc:
+        raise BundleError(f"{manifest}: {exc}; the manifest is damaged, capture again") from exc
     bundle.root = str(root)
+    for relpath in referenced_paths(bundle):
+        inside(bundle.root, relpath)
     return bundle
 
 
-def read_text(bundle: Bundle, relpath: str | None) -> str:
-    """The text of a file in the bundle ('' when absent)."""
-    if not relpath:
-        return ""
-    path = Path(bundle.root) / relpath
+MAX_MANIFEST_BYTES = 256 << 20
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def referenced_paths(bundle: Bundle) -> list[str]:
+    """Every bundle-relative path the manifest names (texts, logs, Triton stages, the source copy)."""
+    paths: list[str] = []
+    if bundle.source.get("path"):
+        paths.append(bundle.source["path"])
+    paths += [p for p in bundle.files.values() if p]
+    for g in bundle.graphs:
+        paths += [p for p in g.files.values() if p]
+    for k in bundle.kernels:
+        if k.source:
+            paths.append(k.source)
+        for v in k.triton:
+            paths += [p for p in v.files.values() if p]
+    return paths
+
+
+def inside(root: str | os.PathLike, relpath: str) -> Path:
+    """``root/relpath``, refused with one line when it is absolute, climbs out with ``..``, or is (or
+    passes through) a symlink that leads outside the bundle. Every reader of bundle files goes
+    through here, so a hostile bundle.json cannot make kernelscope show /etc/passwd."""
+    base = Path(root)
+    rel = str(relpath)
+    if not isinstance(relpath, str) or not rel or "\0" in rel or os.path.isabs(rel) or rel.startswith(("/", "\\")):
+        raise BundleError(f"{base}: bundle.json names {rel!r}, which is not a path inside the bundle; refusing to read it")
+    if ".." in Path(rel).parts or ".." in rel.replace("\\", "/").split("/"):
+        raise BundleError(f"{base}: bundle.json names {rel!r}, which climbs out of the bundle; refusing to read it")
+    path = base / rel
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        real_root = base.resolve()
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise BundleError(f"{base}: cannot resolve {rel!r} in the bundle ({_one_line(exc)})") from exc
+    if real != real_root and real_root not in real.parents:
+        raise BundleError(f"{base}: {rel!r} in the bundle is a symlink to {real}, outside the bundle; "
+                          "refusing to read it")
+    return path
+
+
+def read_text(bundle: Bundle, relpath: str | None, *, required: bool = False) -> str:
+    """The text of a file in the bundle ('' when absent, or a BundleError when ``required``); at most
+    MAX_TEXT_BYTES of it, with a note of what was cut. A path outside the bundle is a BundleError."""
+    if not relpath:
+        if required:
+            raise BundleError(f"{bundle.root}: the manifest names no file for this")
         return ""
+    path = inside(bundle.root, relpath)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_TEXT_BYTES + 1)
+            rest = fh.seek(0, os.SEEK_END) - MAX_TEXT_BYTES if len(data) > MAX_TEXT_BYTES else 0
+    except OSError as exc:
+        if required:
+            raise BundleError(f"{bundle.root}: cannot read {relpath} ({exc.strerror or _one_line(exc)}); "
+                              "the bundle is incomplete, capture again") from exc
+        return ""
+    if rest > 0:
+        text = data[:MAX_TEXT_BYTES].decode("utf-8", errors="replace")
+        return text + f"\n… ({rest} bytes cut: kernelscope reads the first {MAX_TEXT_BYTES >> 20} MB of a file)\n"
+    return data.decode("utf-8", errors="replace")
+
+
+MAX_TEXT_BYTES = 16 << 20
+
+# Terminal escape sequences (CSI ... final byte, OSC ... BEL/ST, two-byte ESC x), then any other
+# control character but tab and newline. Every quantifier runs over a class disjoint from what
+# follows it, so these cannot backtrack.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: escape sequences and control characters removed
+    (CRLF line ends become LF), so a file in a bundle cannot move the cursor or retitle the window."""
+    text = text.replace("\r\n", "\n")
+    return _CONTROLS.sub("", _ESCAPES.sub("", text))
+
+
+MAX_LINE_CHARS = 4000  # a line shown in a view or a report is cut here
+MAX_SHOWN_CHARS = 2 << 20  # a text shown in a view or embedded in a report is cut here
+
+
+def clip_text(text: str, max_line: int = MAX_LINE_CHARS, max_chars: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` for showing: each line longer than ``max_line`` cut with a note of how much, and the
+    whole cut after ``max_chars`` with a note. Linear in the length of ``text``; unchanged when small."""
+    if len(text) <= max_line:
+        return text
+    cut_total = 0
+    if len(text) > max_chars:
+        cut_total = len(text) - max_chars
+        text = text[:max_chars]
+    if any(len(line) > max_line for line in text.split("\n")):
+        text = "\n".join(line if len(line) <= max_line else f"{line[:max_line]}… ({len(line) - max_line} chars cut)"
+                         for line in text.split("\n"))
+    if cut_total:
+        text += f"\n… ({cut_total} more chars cut: too long to show)\n"
+    return text
 
 
 def bundle_path(bundle: Bundle, relpath: str) -> Path:
-    return Path(bundle.root) / relpath
+    """``bundle.root/relpath``, refused when it leads outside the bundle (see ``inside``)."""
+    return inside(bundle.root, relpath)
 
 
 def manifest_text(bundle: Bundle) -> str:
@@ -186,9 +295,15 @@ def make_staging_dir(out: str | os.PathLike) -> Path:
     """A fresh hidden folder next to ``out`` (same file system, so the final rename is atomic); its
     name records this process, and staging folders of dead processes there are removed first."""
     out = Path(out).absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    sweep_orphans(out.parent, TMP_PREFIX)
-    return Path(tempfile.mkdtemp(prefix=owned_name(TMP_PREFIX + out.name + "-"), dir=out.parent))
+    if out.is_file():
+        raise BundleError(f"{out} is a file; -o names the folder to write the bundle into")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        sweep_orphans(out.parent, TMP_PREFIX)
+        return Path(tempfile.mkdtemp(prefix=owned_name(TMP_PREFIX + out.name + "-"), dir=out.parent))
+    except OSError as exc:
+        raise BundleError(f"cannot write a bundle at {out} ({exc.strerror or _one_line(exc)}); "
+                          "choose another -o") from exc
 
 
 def commit_staging_dir(staging: str | os.PathLike, out: str | os.PathLike, *, replace: bool = False) -> None:
@@ -198,7 +313,11 @@ def commit_staging_dir(staging: str | os.PathLike, out: str | os.PathLike, *, re
     staging, out = Path(staging), Path(out)
     check_out(out, replace=replace)
     if not out.exists():
-        os.replace(staging, out)
+        try:
+            os.replace(staging, out)
+        except OSError as exc:
+            raise BundleError(f"cannot write the bundle to {out} ({exc.strerror or _one_line(exc)}); "
+                              "choose another -o") from exc
         return
     new = sorted(staging.iterdir(), key=lambda p: p.name == MANIFEST)  # the manifest last
     clash = [p.name for p in new if p.name not in BUNDLE_ENTRIES and (out / p.name).exists()]

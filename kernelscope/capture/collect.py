@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from kernelscope.bundle.model import Bundle
@@ -28,6 +29,27 @@ def write_bundle_from_work(work: Path, staging: Path, bundle: Bundle, *, user_fi
     return finish_bundle(work, staging, bundle, raw, user_file)
 
 
+MAX_LOG_BYTES = 8 << 20  # a log kept in the bundle: its first and last 4 MB, and a note of what was cut
+
+
+def copy_capped(src: Path, dst: Path, limit: int = MAX_LOG_BYTES) -> int:
+    """Copy ``src`` to ``dst``; past ``limit`` bytes keep its head and tail halves with a line saying
+    how many bytes were cut between them. Returns the number of bytes cut."""
+    size = src.stat().st_size
+    if size <= limit:
+        shutil.copyfile(src, dst)
+        return 0
+    half = limit // 2
+    cut = size - 2 * half
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        fout.write(fin.read(half))
+        fout.write(f"\n… kernelscope: {cut} bytes cut here ({size} in all; the bundle keeps the first and last "
+                   f"{half >> 20} MB of a log)\n".encode())
+        fin.seek(size - half)
+        fout.write(fin.read(half))
+    return cut
+
+
 def finish_bundle(work: Path, staging: Path, bundle: Bundle, raw: RawCapture, user_file: str) -> Bundle:
     build_bundle(staging, raw, bundle)
     logs = staging / "logs"
@@ -35,7 +57,7 @@ def finish_bundle(work: Path, staging: Path, bundle: Bundle, raw: RawCapture, us
     for name in ("stdout.txt", "stderr.txt"):
         src = work / name
         if src.is_file():
-            (logs / name).write_bytes(src.read_bytes())
+            copy_capped(src, logs / name)
             bundle.files[name.split(".")[0]] = f"logs/{name}"
     copy_sources(staging, bundle, user_file)
     return bundle

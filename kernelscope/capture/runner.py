@@ -254,7 +254,9 @@ class Capture(ChildJob):
                 name = signal.Signals(-rc).name
             except ValueError:
                 name = f"signal {-rc}"
-            return f"the capture process was killed by {name}"
+            hint = " (the system's out-of-memory killer does this: try smaller --args shapes)" \
+                if name == "SIGKILL" and not self.cancelled else ""
+            return f"the capture process was killed by {name}{hint}"
         tail = [line for line in stderr_tail.strip().split("\n") if line.strip()]
         last = tail[-1] if tail else ""
         return f"the capture process exited with status {rc}" + (f": {last[:300]}" if last else "")

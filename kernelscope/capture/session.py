@@ -78,6 +78,9 @@ def load_module(path: str):
     sys.path.insert(0, str(Path(path).parent))
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:
+        raise CaptureFailure("target", f"importing {Path(path).name} called sys.exit({exc.code!r})"
+                             f"{_user_frame(exc, path)}; guard it with `if __name__ == \"__main__\":`") from exc
     except Exception as exc:
         where = _user_frame(exc, path)
         raise CaptureFailure("target", f"importing {Path(path).name} raised {exc.__class__.__name__}: {exc}{where}") from exc
@@ -156,8 +159,54 @@ def make_calls(request: dict, module, device: str) -> list[tuple]:
     return [make_inputs(request, module, device)]
 
 
+def _fmt_size(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def _spec_text(spec: dict) -> str:
+    short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
+             "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
+    return f"{short.get(spec['dtype'], spec['dtype'])}[{', '.join(map(str, spec['shape']))}]"
+
+
+def device_memory(device: str) -> int | None:
+    """Bytes of memory the device has in all (None when unknown)."""
+    try:
+        if device == "cuda":
+            return int(torch.cuda.mem_get_info()[1])
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, RuntimeError, AttributeError):
+        return None
+
+
 def tensors(call: list[dict], device: str) -> tuple:
-    """Random tensors (and plain scalars) for one call, as the --args specs describe them."""
+    """Random tensors (and plain scalars) for one call, as the --args specs describe them. Inputs
+    larger than the device's memory, or that fail to allocate, are the inputs' fault (a one-line
+    "args" failure naming their size), never blamed on the function, which has not run yet."""
+    specs = [spec for spec in call if "value" not in spec]
+    need = 0
+    for spec in specs:
+        numel = 1
+        for d in spec["shape"]:
+            numel *= int(d)
+        need += numel * TORCH_DTYPES[spec["dtype"]].itemsize
+    described = ", ".join(_spec_text(spec) for spec in specs)
+    have = device_memory(device)
+    if have is not None and need > have:
+        raise CaptureFailure("args", f"inputs need {_fmt_size(need)}: {described}; the {device} has "
+                             f"{_fmt_size(have)} in all: pass smaller --args shapes")
+    try:
+        return _make_tensors(call, device)
+    except (RuntimeError, MemoryError, OverflowError, ValueError) as exc:
+        first = (str(exc).strip().split("\n")[0] or exc.__class__.__name__)[:200]
+        raise CaptureFailure("args", f"inputs could not be allocated on {device} (they need {_fmt_size(need)}: "
+                             f"{described}): {first}; pass smaller --args shapes") from exc
+
+
+def _make_tensors(call: list[dict], device: str) -> tuple:
     values = []
     for spec in call:
         if "value" in spec:
@@ -187,7 +236,7 @@ def make_inputs(request: dict, module, device: str) -> tuple:
         )
     try:
         values = factory(device)
-    except Exception as exc:
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:
         raise CaptureFailure("target", f"{factory.__name__}({device!r}) raised {exc.__class__.__name__}: {exc}"
                              f"{_user_frame(exc, target['file'])}") from exc
     return tuple(values) if isinstance(values, (tuple, list)) else (values,)
@@ -204,9 +253,16 @@ def describe(value: Any) -> str:
 def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailure:
     """One line that says what went wrong, for the errors a user will make."""
     name = exc.__class__.__name__
+    if isinstance(exc, SystemExit):
+        return CaptureFailure("user", f"your function called sys.exit({exc.code!r}){_user_frame(exc, user_file)}; "
+                              "kernelscope needs it to return")
+    if isinstance(exc, KeyboardInterrupt):
+        return CaptureFailure("user", f"your function raised KeyboardInterrupt{_user_frame(exc, user_file)}")
     text = str(exc).strip()
     first = text.split("\n")[0].strip() if text else name
-    if isinstance(exc, torch.OutOfMemoryError) or "out of memory" in text.lower():
+    lowered = text.lower()
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in lowered \
+            or "can't allocate memory" in lowered or "cannot allocate memory" in lowered:
         return CaptureFailure("oom", f"out of memory on {options.get('device')}: {first[:200]}; try smaller --args shapes")
     module = exc.__class__.__module__
     chain = [exc]
@@ -287,7 +343,7 @@ def run(request: dict, work: Path, staging: Path, events: Events) -> int:
             failure = _compile_and_call(request, bundle, options, device, events, counter, timings)
         except CaptureFailure as exc:
             failure = exc
-        except Exception as exc:
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:
             failure = classify(exc, target.get("file", ""), options)
     if preview:
         failure = _check_preview(bundle, counter, failure)
@@ -396,9 +452,7 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
                 torch.cuda.synchronize()
         except CaptureFailure:
             raise
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit() in the function is its doing
             raise classify(exc, target["file"], options) from exc
         timings["compile_and_first_call"] = round(time.time() - t, 3)
         if options.get("backward"):
@@ -414,11 +468,13 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
                     torch.cuda.synchronize()
             except CaptureFailure:
                 raise
-            except Exception as exc:
+            except (Exception, SystemExit, KeyboardInterrupt) as exc:
                 raise classify(exc, target["file"], options) from exc
             timings["backward"] = round(time.time() - t, 3)
     except CaptureFailure as exc:
         return exc
+    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # e.g. sys.exit() while importing the user's file
+        return classify(exc, target.get("file", ""), options)
     return None
 
 

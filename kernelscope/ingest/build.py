@@ -232,7 +232,13 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
                  raw: RawCapture, name_counts: dict[str, int]) -> None:
     graph = p.graph
     placeholders = parse_placeholders(p.post_grad) if p.post_grad else {}
-    code = parse_output_code(p.code, placeholders)
+    try:
+        code = parse_output_code(p.code, placeholders)
+    except (SyntaxError, ValueError, RecursionError) as exc:  # a damaged log: keep the text, list no kernels
+        where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        bundle.notes.append(f"graph {graph.id}: its output code does not parse as Python{where}; "
+                            "its kernels are not listed")
+        return
     post_nodes = {n.name: n for n in fx.fx_nodes(p.post_grad)} if p.post_grad else {}
     pre_nodes = {n.name: n for n in fx.fx_nodes(dynamo_text)} if dynamo_text else {}
     cpp_to_post = p.provenance.get("cppCodeToPost", {}) if p.provenance else {}

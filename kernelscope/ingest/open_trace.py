@@ -22,6 +22,12 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
     logs = parse_trace_folder(trace)
     if not logs:
         raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
+    good = sum(t.seen - t.malformed for _, t in logs)
+    if not good:
+        bad = next((t for _, t in logs if t.malformed), None)
+        why = (f"; {bad.malformed} record(s) were malformed ({bad.first_problem})" if bad else
+               "; is it a folder TORCH_TRACE named, or a file torch wrote there?")
+        raise BundleError(f"{trace}: found no TORCH_TRACE records{why}")
     if triton_cache is not None and not Path(triton_cache).is_dir():
         raise BundleError(f"{triton_cache}: no such Triton cache folder")
     raw = RawCapture(traces=[t for _, t in logs], triton_caches=[Path(triton_cache)] if triton_cache else [])
@@ -30,9 +36,20 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
     bundle = Bundle(target={"spec": str(trace), "kind": "torch_trace", "logs": [str(p) for p, _ in logs]})
     bundle.environment = {"source": "TORCH_TRACE", "ranks": sorted({r.rank for t in raw.traces for r in t.records
                                                                      if r.rank is not None})}
+    malformed = sum(t.malformed for _, t in logs)
+    if malformed:
+        first = next(t.first_problem for _, t in logs if t.malformed)
+        bundle.notes.append(f"{malformed} malformed TORCH_TRACE record(s) left out (first: {first})")
     staging = make_staging_dir(out)
     try:
-        build_bundle(staging, raw, bundle)
+        try:
+            build_bundle(staging, raw, bundle)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+            # Records are type-checked as they are read (tracelog.envelope_problem); a payload shaped
+            # unlike any torch writes can still surprise the builder: say so in one line.
+            raise BundleError(f"{trace}: a TORCH_TRACE record is not shaped as torch writes it "
+                              f"({exc.__class__.__name__}: {' '.join(str(exc).split())[:120]}); "
+                              "is the log damaged?") from exc
         if not bundle.graphs:
             bundle.notes.append("the trace holds no Inductor output code (was the backend inductor?)")
         if not triton_cache:

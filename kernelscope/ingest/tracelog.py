@@ -46,6 +46,9 @@ class TraceLog:
     records: list[TraceRecord] = field(default_factory=list)
     strings: dict[int, str] = field(default_factory=dict)
     rank: int | None = None  # from the file name (dedicated_log_torch_trace_rank_1_*.log) when records lack it
+    seen: int = 0  # glog-prefixed lines with a JSON envelope
+    malformed: int = 0  # of those, envelopes left out because their fields have the wrong types
+    first_problem: str = ""
 
     def of(self, kind: str) -> list[TraceRecord]:
         return [r for r in self.records if r.kind == kind]
@@ -57,6 +60,47 @@ def _kind_of(envelope: dict[str, Any]) -> str:
             if key == "artifact":
                 return "artifact:" + str(envelope[key].get("name", ""))
             return key
+    return ""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _frame_ok(frame: Any) -> bool:
+    return (isinstance(frame, dict) and isinstance(frame.get("name", ""), str)
+            and (_is_int(frame.get("filename")) or isinstance(frame.get("filename", ""), str))
+            and (frame.get("line") is None or _is_int(frame.get("line"))))
+
+
+def envelope_problem(envelope: Any) -> str:
+    """Why a record's JSON envelope is not one torch writes ('' when it is): checked once here, so
+    what builds the bundle can rely on the types (a damaged or hand-made log cannot crash it)."""
+    if not isinstance(envelope, dict):
+        return "the envelope is not a JSON object"
+    for key in ("frame_id", "frame_compile_id", "attempt", "rank"):
+        if envelope.get(key) is not None and not _is_int(envelope[key]):
+            return f"{key} is not a whole number"
+    if "artifact" in envelope and not (isinstance(envelope["artifact"], dict)
+                                       and isinstance(envelope["artifact"].get("name", ""), str)):
+        return "artifact is not an object with a name"
+    if "str" in envelope:
+        value = envelope["str"]
+        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str) and _is_int(value[1])):
+            return "str is not [text, index]"
+    start = envelope.get("dynamo_start")
+    if "dynamo_start" in envelope:
+        if not isinstance(start, dict) or not isinstance(start.get("stack", []), list) \
+                or not all(_frame_ok(f) for f in start.get("stack", [])):
+            return "dynamo_start is not an object with a stack of frames"
+    metrics = envelope.get("compilation_metrics")
+    if "compilation_metrics" in envelope:
+        if not isinstance(metrics, dict):
+            return "compilation_metrics is not an object"
+        if metrics.get("co_filename") is not None and not isinstance(metrics["co_filename"], str):
+            return "compilation_metrics.co_filename is not a string"
+        if metrics.get("co_firstlineno") is not None and not _is_int(metrics["co_firstlineno"]):
+            return "compilation_metrics.co_firstlineno is not a whole number"
     return ""
 
 
@@ -76,7 +120,7 @@ def iter_records(lines: Iterator[str]) -> Iterator[tuple[dict[str, Any], list[st
             yield envelope, payload
         try:
             envelope = json.loads(line[m.end():])
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what any real record is
             envelope = None
         payload = []
     if envelope is not None:
@@ -93,13 +137,16 @@ def parse_trace_file(path: str | os.PathLike) -> TraceLog:
         log.rank = int(m.group(1))
     with open(path, encoding="utf-8", errors="replace") as fh:
         for envelope, payload in iter_records(fh):
-            if not isinstance(envelope, dict):
+            log.seen += 1
+            problem = envelope_problem(envelope)
+            if problem:
+                log.malformed += 1
+                log.first_problem = log.first_problem or problem
                 continue
             kind = _kind_of(envelope)
             if kind == "str":
                 value = envelope["str"]
-                if isinstance(value, list) and len(value) == 2:
-                    log.strings[int(value[1])] = str(value[0])
+                log.strings[value[1]] = value[0]
                 continue
             if kind in ("chromium_event", ""):
                 continue

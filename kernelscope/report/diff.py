@@ -14,10 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelscope.bundle.io import read_text
+from kernelscope.bundle.io import clip_text, read_text
 from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant
 from kernelscope.report.bench import BenchFacts, read_bench
-from kernelscope.report.normalise import normalise_kernel_text, normalise_text
+from kernelscope.report.normalise import normalise_text, rename_kernel
 from kernelscope.units import fmt_bytes
 
 DIFF_STAGES = ("ttir", "ttgir", "llir", "ptx")  # text stages worth a diff (cubin is binary)
@@ -212,11 +212,12 @@ def text_diff(label: str, a_text: str | None, b_text: str | None, a_name: str, b
         d.note = f"only in {'B' if a_text is None else 'A'}"
         return d
     # Names are normalised only when both differ; else a rename alone would show as a change of every line.
-    if normalise_kernel_text(a_text, a_name) == normalise_kernel_text(b_text, b_name):
+    norm_a, norm_b = normalise_text(a_text), normalise_text(b_text)
+    if norm_a == norm_b or rename_kernel(norm_a, a_name) == rename_kernel(norm_b, b_name):
         return d
-    lines = list(difflib.unified_diff(normalise_text(a_text).splitlines(), normalise_text(b_text).splitlines(),
+    lines = list(difflib.unified_diff(norm_a.splitlines(), norm_b.splitlines(),
                                       d.a_title, d.b_title, n=context, lineterm=""))
-    d.unified = "\n".join(lines) + "\n"
+    d.unified = clip_text("\n".join(lines) + "\n")  # a 1 MB line is shown cut, with a note
     d.added = sum(1 for x in lines[2:] if x.startswith("+"))
     d.removed = sum(1 for x in lines[2:] if x.startswith("-"))
     return d

@@ -6,7 +6,7 @@ import re
 from html import escape
 from typing import Any
 
-from kernelscope.bundle.io import read_text
+from kernelscope.bundle.io import clip_text, read_text
 from kernelscope.bundle.model import Bundle
 from kernelscope.report.data import fmt_ms, summary_facts
 from kernelscope.report.markdown import bench_rows
@@ -21,6 +21,9 @@ th{background:#f6f8fa;text-align:left}td.num{text-align:right;white-space:nowrap
 nav a{margin-right:1em}.kind{color:#6e7781}.failed{background:#ffebe9;padding:.5em;border-radius:6px}
 section.kernel{border-top:1px solid #d0d7de;margin-top:1.5em}
 """
+
+
+MAX_EMBEDDED_CHARS = 256 << 10  # a kernel source embedded in the page is cut here, with a note
 
 
 def anchor(prefix: str, key: str) -> str:
@@ -160,7 +163,7 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
                        + (f"; stages {escape(', '.join(tr['stages']))}" if tr["stages"] else "") + "</li>")
         out.append("</ul>")
         if sources and bundle is not None and k["source"]:
-            text = read_text(bundle, k["source"])
+            text = clip_text(read_text(bundle, k["source"]), max_chars=MAX_EMBEDDED_CHARS)
             if text:
                 out.append("<details><summary>source</summary>" + _highlight(text, k["source"]) + "</details>")
         out.append("</section>")

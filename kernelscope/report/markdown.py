@@ -17,8 +17,11 @@ def code(text: Any) -> str:
     text = str(text).replace("\n", " ").replace("|", "\\|")
     if not text:
         return ""
-    fence = "``" if "`" in text else "`"
-    pad = " " if fence == "``" or text.startswith("`") or text.endswith("`") else ""
+    # The fence is one backtick longer than the longest run inside, so a name holding backticks can
+    # never close the span early and smuggle a link or markup into the report.
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if longest or text.startswith(" ") and text.endswith(" ") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import re
 
+# A path is matched only from the start of its token (the look-behind): an unanchored leading
+# ``[^...]*`` would be tried again from every character of a long token, quadratic in its length.
+_TOKEN_START = r"(?<![^\s\"'(),:])"
+
 # Order matters: whole paths first (they contain hashes), then bare hashes.
 _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     # Inductor's generated files: /tmp/torchinductor_u/ab/cab...xyz.py (any folder, any suffix)
-    (re.compile(r"[^\s\"'(),:]*/c[a-z0-9]{50,52}\.(py|cpp|so|h)\b"), r"<inductor>/<hash>.\1"),
+    (re.compile(_TOKEN_START + r"[^\s\"'(),:]*/c[a-z0-9]{50,52}\.(py|cpp|so|h)\b"), r"<inductor>/<hash>.\1"),
     (re.compile(r"\bc[a-z0-9]{50,52}\b"), "<hash>"),
     # Temp and cache folders
     (re.compile(r"(?:/tmp|/var/tmp|/private/var/folders|/var/folders|/dev/shm)/[^\s\"',:()]*"), "<tmp>"),
-    (re.compile(r"[^\s\"',:()]*/torchinductor_[^\s\"',:()]*"), "<tmp>"),
+    (re.compile(_TOKEN_START + r"[^\s\"',:()]*/torchinductor_[^\s\"',:()]*"), "<tmp>"),
     # Triton cache keys (base32) and hex digests (backend_hash, metadata hashes)
     (re.compile(r"\b[A-Z2-7]{52}\b"), "<hash>"),
     (re.compile(r"\b[0-9a-fA-F]{32,64}\b"), "<hash>"),
@@ -31,7 +35,11 @@ def normalise_text(text: str) -> str:
 def normalise_kernel_text(text: str, kernel_name: str) -> str:
     """Like normalise_text, and the kernel's own name replaced, for an equality test of two kernels
     whose names differ only by Inductor's numbering."""
-    text = normalise_text(text)
+    return rename_kernel(normalise_text(text), kernel_name)
+
+
+def rename_kernel(text: str, kernel_name: str) -> str:
+    """``text`` with the kernel's own name replaced by ``<kernel>``."""
     if kernel_name:
         text = re.sub(r"\b" + re.escape(kernel_name) + r"\b", "<kernel>", text)
     return text

@@ -114,7 +114,7 @@ class KernelscopeApp(App):
         try:
             bundle = read_bundle(Path(path).expanduser())
         except BundleError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
+            self.notify(str(exc), severity="error", timeout=8, markup=False)
             return
         self.show_bundle(bundle)
 
@@ -170,7 +170,7 @@ class KernelscopeApp(App):
         try:
             target = resolve_target(request.target)
         except TargetError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         origin = request.origin_file or target.file
         scratch = Path(target.file) if request.origin_file else None

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from pygments.token import Token, _TokenType
 
+from kernelscope.bundle.io import MAX_LINE_CHARS
+
 if TYPE_CHECKING:  # pygments.lexer pulls in its plugin machinery: import it only to lex
     from pygments.lexer import Lexer
 
@@ -39,6 +41,10 @@ def split_lines(text: str) -> list[str]:
         lines.pop()
     if "\r" in text:  # only then walk every line again (100k-line texts are common)
         lines = [line.rstrip("\r") for line in lines]
+    if len(text) > MAX_LINE_CHARS and max(map(len, lines), default=0) > MAX_LINE_CHARS:
+        # A megabyte-long line would be measured, lexed and scrolled across: show its start, and how much was cut.
+        lines = [line if len(line) <= MAX_LINE_CHARS else f"{line[:MAX_LINE_CHARS]}… ({len(line) - MAX_LINE_CHARS} chars cut)"
+                 for line in lines]
     return lines
 
 

@@ -11,6 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import OptionList, Static, Tab, Tabs
 from textual.widgets.option_list import Option
@@ -284,7 +285,7 @@ class ExplorerScreen(Screen):
     def _follow(self, key: tuple, kernels: list[Kernel], what: str) -> None:
         """Select the first kernel a line leads to; the same line again steps to the next one."""
         if not kernels:
-            self.notify(f"{what} is not part of any kernel", severity="warning", timeout=3)
+            self.notify(f"{what} is not part of any kernel", severity="warning", timeout=3, markup=False)
             return
         ids = [k.id for k in kernels]
         if self._cycle and self._cycle[0] == key and self.kernel and self.kernel.id in ids:
@@ -301,9 +302,9 @@ class ExplorerScreen(Screen):
         if len(kernels) > 1:
             names = ", ".join(k.name for k in kernels)
             again = f"{back}, enter there again: next" if back else "enter again: next"
-            self.notify(f"{what} fed {plural(len(kernels), 'kernel')}: {names} ({again})", timeout=4)
+            self.notify(f"{what} fed {plural(len(kernels), 'kernel')}: {names} ({again})", timeout=4, markup=False)
         else:
-            self.notify(f"{what} → {nxt.name}" + (f" ({back})" if back else ""), timeout=2)
+            self.notify(f"{what} → {nxt.name}" + (f" ({back})" if back else ""), timeout=2, markup=False)
 
     @on(CodeView.LineActivated, "#source")
     def _source_line(self, event: CodeView.LineActivated) -> None:
@@ -321,7 +322,7 @@ class ExplorerScreen(Screen):
         kernels = self.index.kernels_for_fx_line(self.graph, self.fx_kind, event.index + 1)
         what = f"FX node {node.name}" if node else "this line (not an FX node)"
         if node is None:
-            self.notify(f"{what}; pick a line that assigns a node", severity="warning", timeout=3)
+            self.notify(f"{what}; pick a line that assigns a node", severity="warning", timeout=3, markup=False)
             return
         self._follow(("fx", self.graph.id, self.fx_kind, event.index), kernels, what)
 
@@ -346,7 +347,7 @@ class ExplorerScreen(Screen):
         item = (self.bundle.graph_breaks if kind == "break" else self.bundle.recompiles)[int(num)]
         row = self.index.source_row(item.file, item.line)
         if row is None:
-            self.notify(f"{base_name(item.file)}:{item.line} is not in the source view", severity="warning")
+            self.notify(f"{base_name(item.file)}:{item.line} is not in the source view", severity="warning", markup=False)
             return
         view = self.query_one("#source", CodeView)
         view.set_marks([row])
@@ -362,7 +363,7 @@ class ExplorerScreen(Screen):
         elif view.marks:
             view.move_cursor(min(view.marks), center=True)
         else:
-            self.notify(f"nothing of the selected kernel in {PANE_TITLES[pane_id]}", severity="warning", timeout=2)
+            self.notify(f"nothing of the selected kernel in {PANE_TITLES[pane_id]}", severity="warning", timeout=2, markup=False)
         self.action_show_pane(pane_id)
 
     def action_fx_compact(self) -> None:
@@ -393,11 +394,11 @@ class ExplorerScreen(Screen):
             return
         if src.copied:
             view.set_document(TextDoc(src.text, python_lexer), cursor=(src.first_line or 1) - 1)
-            pane.border_subtitle = base_name(src.file)
+            pane.border_subtitle = Content(base_name(src.file))
         else:
             rows = src.rows
             view.set_document(TextDoc(src.text, python_lexer), labels=lambda i: str(rows[i].line))
-            pane.border_subtitle = f"{base_name(src.file)}: no copy in bundle; recorded lines only"
+            pane.border_subtitle = Content(f"{base_name(src.file)}: no copy in bundle; recorded lines only")
 
     def _show_kernel_file(self) -> None:
         """Several source files: show the file of the kernel's innermost line unless the one in view
@@ -465,7 +466,7 @@ class ExplorerScreen(Screen):
             view.set_marks([n - 1 for n in lines], jump=not view.has_focus)
         what = f" · {plural(len(lines), 'node')} of {self.kernel.name}" if self.kernel and lines else ""
         shown = "compact (a: as printed)" if self.fx_compact else "as printed (a: compact)"
-        pane.border_subtitle = f"{FX_TITLES[self.fx_kind]} · {g.id}{what} · {shown}"
+        pane.border_subtitle = Content(f"{FX_TITLES[self.fx_kind]} · {g.id}{what} · {shown}")
 
     def _load_kernel(self) -> None:
         view = self.query_one("#kernel", CodeView)
@@ -493,7 +494,7 @@ class ExplorerScreen(Screen):
             facts.append(f"warps {chosen.metadata.get('num_warps')} · stages {chosen.metadata.get('num_stages')}")
             if len(k.triton) > 1:
                 facts.append(f"{len(k.triton)} variants")
-        pane.border_subtitle = f"{k.name} · " + " · ".join(facts)
+        pane.border_subtitle = Content(f"{k.name} · " + " · ".join(facts))
 
     def _load_output(self) -> None:
         view = self.query_one("#output", CodeView)
@@ -516,7 +517,7 @@ class ExplorerScreen(Screen):
         view.set_marks([n - 1 for n in lines], jump=False)
         if k is not None and k.call_line and not view.has_focus:
             view.move_cursor(k.call_line - 1, center=True)
-        pane.border_subtitle = g.id + (f" · {k.name} launched at line {k.call_line}" if k and k.call_line else "")
+        pane.border_subtitle = Content(g.id + (f" · {k.name} launched at line {k.call_line}" if k and k.call_line else ""))
 
     def _load_breaks(self) -> None:
         breaks = self.query_one("#breaks", OptionList)
@@ -524,11 +525,11 @@ class ExplorerScreen(Screen):
         options = []
         for i, gb in enumerate(b.graph_breaks):
             where = f"{base_name(gb.file)}:{gb.line}" if gb.file else "?"
-            options.append(Option(f"⚠ break  {where}  {gb.reason}" + (f"  [{gb.code}]" if gb.code else ""),
+            options.append(Option(Content(f"⚠ break  {where}  {gb.reason}" + (f"  [{gb.code}]" if gb.code else "")),
                                   id=f"break:{i}"))
         for i, r in enumerate(b.recompiles):
             where = f"{base_name(r.file)}:{r.line}" if r.file else "?"
-            options.append(Option(f"↻ recompile {r.compile_id}  {where}  {r.reason}", id=f"recompile:{i}"))
+            options.append(Option(Content(f"↻ recompile {r.compile_id}  {where}  {r.reason}"), id=f"recompile:{i}"))
         if options:
             breaks.add_options(options)
             breaks.highlighted = 0
@@ -536,7 +537,7 @@ class ExplorerScreen(Screen):
             breaks.add_option(Option("✓ no graph breaks and no recompiles: Dynamo captured it whole",
                                      disabled=True))
         pane = self.query_one("#pane-breaks")
-        pane.border_subtitle = f"{plural(len(b.graph_breaks), 'break')} · {plural(len(b.recompiles), 'recompile')}"
+        pane.border_subtitle = Content(f"{plural(len(b.graph_breaks), 'break')} · {plural(len(b.recompiles), 'recompile')}")
 
     # -- actions that leave the screen -----------------------------------------------------------
     def action_back(self) -> None:

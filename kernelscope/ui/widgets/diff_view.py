@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -82,10 +83,10 @@ class DiffView(Vertical):
         self.entry: KernelChange | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static("comparing…", id="diff-summary")
+        yield Static("comparing…", id="diff-summary", markup=False)
         table: DataTable = DataTable(id="diff-kernels", cursor_type="row", zebra_stripes=True)
         yield table
-        yield Static("", id="diff-changes")
+        yield Static("", id="diff-changes", markup=False)
         yield Tabs(id="diff-tabs")
         yield CodeView(id="diff-text")
 
@@ -137,8 +138,8 @@ class DiffView(Vertical):
             kind = kinds_b if kinds_a in ("", kinds_b) else (kinds_a if not kinds_b else f"{kinds_a} -> {kinds_b}")
             time = "" if e.time_a_ms is None and e.time_b_ms is None else \
                 f"{fmt_ms(e.time_a_ms) or '-'} -> {fmt_ms(e.time_b_ms) or '-'}"
-            table.add_row(STATUS_MARK[e.status], "\n".join(k.name for k in e.a) or "-",
-                          "\n".join(k.name for k in e.b) or "-", kind, time, height=max(len(e.a), len(e.b), 1),
+            table.add_row(STATUS_MARK[e.status], Text("\n".join(k.name for k in e.a) or "-"),
+                          Text("\n".join(k.name for k in e.b) or "-"), Text(kind), time, height=max(len(e.a), len(e.b), 1),
                           key=str(i))
 
     def action_toggle_same(self) -> None:

@@ -134,7 +134,7 @@ class KernelTable(DataTable):
         lines = ",".join(str(u.line) for u in k.user_lines[:3]) + ("…" if len(k.user_lines) > 3 else "")
         name = self._name_cell(k)
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
-        return [self._mark(k.id), name, KIND_TAGS.get(k.kind, k.kind[:3]), nodes, short_bytes(kernel_moved(k)),
+        return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, short_bytes(kernel_moved(k)),
                 lines or "-"]
 
     def _mark(self, kid: str) -> Text:

@@ -16,6 +16,8 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.markup import escape
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -59,7 +61,7 @@ class CodePane(CodeView, inherit_bindings=False):
 
     def set_text(self, text: str, lexer: str = "text", title: str = "", cursor: int = 1) -> None:
         """Show ``text`` highlighted with the lexer of stage ``lexer`` ("diff" and "text" work too)."""
-        self.border_title = title
+        self.border_title = Content(title)  # titles hold kernel and pass names: never markup
         self.lexer_name = lexer
         self.set_document(TextDoc(text, _lexer_factory(lexer)), cursor=cursor - 1)
         if cursor > 1:
@@ -275,7 +277,7 @@ class PipelineView(Widget, can_focus=False):
                 parts.append(f"[dim] {title} [/]" if missing else f" {title} ")
         mode = "  [b]passes[/]" if self.mode == "passes" else ""
         # The kernel name goes last: at 80 columns a long Inductor name must not push the stages off.
-        return "›".join(parts) + mode + f"  [dim]{self.kernel.name}[/]"
+        return "›".join(parts) + mode + f"  [dim]{escape(self.kernel.name)}[/]"
 
     def _set_status(self, text: str) -> None:
         self.status_text = text
