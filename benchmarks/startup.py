@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+REFERENCE = REPO / "tests" / "fixtures" / "reference"  # trimmed H200 reference captures (see its README)
 
 MINIMAL = """
 import time; t0 = time.perf_counter()

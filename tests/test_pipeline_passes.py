@@ -17,7 +17,8 @@ from kernelscope.pipeline.passes import (
     write_pass_logs,
 )
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+from .conftest import REFERENCE
+
 DUMP = REFERENCE / "add_relu_passes" / "mlir_passes.txt"
 
 

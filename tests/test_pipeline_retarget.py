@@ -11,7 +11,7 @@ from kernelscope.pipeline.compile import PipelineError, parse_arch
 from kernelscope.pipeline.linemap import lines_for_source_line
 from kernelscope.pipeline.retarget import compare_archs, retarget, retarget_folder
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+from .conftest import REFERENCE
 
 
 def _mm_template_folder() -> Path:

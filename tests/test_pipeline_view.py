@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
@@ -14,7 +13,8 @@ from kernelscope.bundle.io import read_bundle
 from kernelscope.pipeline.passes import load_pass_file, write_pass_logs
 from kernelscope.ui.widgets.pipeline_view import PipelineView
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+from .conftest import REFERENCE
+
 DUMP = REFERENCE / "add_relu_passes" / "mlir_passes.txt"
 
 
