@@ -25,7 +25,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-REFERENCE = REPO.parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+REFERENCE = REPO / "tests" / "fixtures" / "reference"  # trimmed H200 reference captures (see its README)
 
 from kernelscope.pipeline._compile_child import upgrade_ir  # noqa: E402  (pure text, no triton import)
 from kernelscope.pipeline.compile import compile_ir  # noqa: E402

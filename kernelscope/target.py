@@ -195,7 +195,9 @@ def samples_dir() -> Path:
     env = os.environ.get("KERNELSCOPE_SAMPLES")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "samples"
+    package = Path(__file__).resolve().parent
+    installed = package / "samples"  # a wheel ships them inside the package (pyproject maps the folder)
+    return installed if installed.is_dir() else package.parent / "samples"  # a checkout: top of the repo
 
 
 # A sample of several files is a folder NAME/ whose entry file defines NAME (a function, a class,

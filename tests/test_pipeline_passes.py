@@ -17,14 +17,13 @@ from kernelscope.pipeline.passes import (
     write_pass_logs,
 )
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+from .conftest import REFERENCE
+
 DUMP = REFERENCE / "add_relu_passes" / "mlir_passes.txt"
 
 
 @pytest.fixture(scope="module")
 def ref_logs():
-    if not DUMP.is_file():
-        pytest.skip(f"reference pass dump not found at {DUMP}")
     return load_pass_file(DUMP)
 
 
@@ -156,8 +155,6 @@ FIXTURE_PASSES = Path(__file__).resolve().parent / "fixtures" / "gpu" / "add_rel
 
 
 def test_passes_stored_by_a_gpu_capture_load_lazily():
-    if not (FIXTURE_PASSES / "bundle.json").is_file():
-        pytest.skip("GPU fixture bundle add_relu_passes not present")
     from kernelscope.pipeline.passes import stored_passes
 
     bundle = read_bundle(FIXTURE_PASSES)

@@ -11,14 +11,13 @@ from kernelscope.pipeline.compile import PipelineError, parse_arch
 from kernelscope.pipeline.linemap import lines_for_source_line
 from kernelscope.pipeline.retarget import compare_archs, retarget, retarget_folder
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+from .conftest import REFERENCE
 
 
 def _mm_template_folder() -> Path:
     """A max-autotune bf16 mm template (uses wgmma on the H200 it was captured on)."""
     folders = sorted(p.parent for p in (REFERENCE / "linear_relu_bf16_autotune" / "triton").glob("*/triton_mm.ttir"))
-    if not folders:
-        pytest.skip("reference bf16 autotune templates not found")
+    assert folders, "tests/fixtures/reference lacks the bf16 autotune templates"
     return folders[0]
 
 

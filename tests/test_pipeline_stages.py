@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from kernelscope.bundle.io import read_bundle
 from kernelscope.pipeline.stages import STAGE_NAMES, STAGES, disassemble, load_stage_folder, load_stages, stage_spec
 
+from .conftest import REFERENCE
+
 ADD_RELU = "triton_poi_fused_add_relu_0"
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import asyncio
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
@@ -15,7 +14,8 @@ from kernelscope.bundle.io import read_bundle
 from kernelscope.pipeline.passes import load_pass_file, write_pass_logs
 from kernelscope.ui.widgets.pipeline_view import PipelineView
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "h200-torch2.11-triton3.6"
+from .conftest import REFERENCE
+
 DUMP = REFERENCE / "add_relu_passes" / "mlir_passes.txt"
 
 
@@ -121,8 +121,6 @@ def test_passes_mode_with_changed_filter_and_diff(add_relu, tmp_path):
 
 async def _passes_mode_with_changed_filter_and_diff(add_relu, tmp_path):
     bundle, kernel = add_relu
-    if not DUMP.is_file():
-        pytest.skip("reference pass dump missing")
     # Store the reference dump as the captured passes of the kernel's first variant.
     # Inside the bundle: a path that leads outside it is refused (issue 14).
     stored = Path(bundle.root) / "test-passes"

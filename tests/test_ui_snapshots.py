@@ -34,7 +34,7 @@ def snap_bundles(ref_bundles):
     for case in ("mlp_train", "with_break", "softmax"):
         out[case] = root / case
         shutil.copytree(ref_bundles[case], out[case])
-        manifest = out[case] / "bundle.json"  # it names the trace it was read from: where shared/ is
+        manifest = out[case] / "bundle.json"  # it names the trace it was read from: where the checkout is
         manifest.write_text(manifest.read_text().replace(str(REFERENCE), "/shared/reference"))
     yield out
     shutil.rmtree(root, ignore_errors=True)
