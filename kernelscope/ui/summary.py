@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel
-from kernelscope.show import autotune_lines, fmt_bytes
+from kernelscope.show import autotune_lines, cudagraph_line, fmt_bytes, guard_lines, per_call_lines, symbol_lines
 from kernelscope.ui.xref import base_name
 
 
@@ -81,7 +81,8 @@ def kernel_facts(k: Kernel) -> list[str]:
 def info_text(b: Bundle, kernel: Kernel | None) -> str:
     out: list[str] = []
     if kernel is not None:
-        out += ["── selected kernel ──", *kernel_facts(kernel), ""]
+        graph = next((g for g in b.graphs if g.id == kernel.graph), None)
+        out += ["── selected kernel ──", *kernel_facts(kernel), *per_call_lines(kernel, graph, "  "), ""]
     out.append("── capture ──")
     t = b.target
     out.append(f"target      {t.get('spec', '?')}")
@@ -103,6 +104,9 @@ def info_text(b: Bundle, kernel: Kernel | None) -> str:
         for key, value in b.environment.items():
             if value not in (None, "", [], {}):
                 out.append(f"{key:<14}{value}")
+    dynamic = symbol_lines(b) + guard_lines(b, limit=70) + ([cudagraph_line(b)] if cudagraph_line(b) else [])
+    if dynamic:
+        out += ["", "── shapes, guards, CUDA graphs ──", *dynamic]
     if b.autotune:
         out.append("")
         out.append("── autotune ──")
