@@ -182,7 +182,8 @@ def summary_text(b: Bundle) -> str:
     if opts:
         flags = [f"mode={opts.get('mode') or 'default'}", f"device={opts.get('device')}"]
         flags += [k for k in ("dynamic", "fullgraph", "backward") if opts.get(k)]
-        out.append("options: " + ", ".join(flags) + (f"   inputs: {', '.join(t.get('inputs', []))}" if t.get("inputs")
+        calls = t.get("calls") or ([t["inputs"]] if t.get("inputs") else [])
+        out.append("options: " + ", ".join(flags) + (f"   inputs: {'; '.join(', '.join(c) for c in calls)}" if calls
                                                       else ""))
     if env:
         versions = ", ".join(f"{k} {env[k]}" for k in ("torch", "triton", "python") if env.get(k))
