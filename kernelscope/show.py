@@ -12,7 +12,8 @@ import sys
 from typing import Any
 
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
-from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, run_state, to_dict
+from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, Graph, Kernel, Recompile, run_state, to_dict
+from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic, shape_for
 from kernelscope.units import fmt_bytes, plural
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
@@ -39,8 +40,120 @@ def summary_dict(b: Bundle) -> dict[str, Any]:
     for k, kd in zip(b.kernels, data["kernels"]):
         kd["bytes_read"] = k.bytes_read
         kd["bytes_written"] = k.bytes_written
+        g = _graph_of(b, k)
+        if g is not None and is_symbolic(k) and g.calls:
+            kd["bytes_per_call"] = bytes_per_call(k, g)
     data["bundle"] = b.root
     return data
+
+
+def _graph_of(b: Bundle, k: Kernel) -> Graph | None:
+    return next((g for g in b.graphs if g.id == k.graph), None)
+
+
+def _call_name(c: dict[str, Any]) -> str:
+    return f"call {c['call'] + 1}" if isinstance(c.get("call"), int) else "hint"
+
+
+def _values(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def per_call_lines(k: Kernel, g: Graph | None, prefix: str = "") -> list[str]:
+    """A symbolic kernel's sizes and bytes in each call of its graph: "call 2 (s77=128): read 512.0 KB ..."."""
+    if g is None or not g.calls or not is_symbolic(k):
+        return []
+    out = []
+    sym = [b for b in k.buffers if any(not isinstance(d, int) for d in b.shape)]
+    if sym:
+        out.append(prefix + "sizes: " + ", ".join(f"{b.name} [{', '.join(map(str, b.shape))}]" for b in sym))
+    for c, moved in zip(g.calls, bytes_per_call(k, g)):
+        shapes = " ".join(f"[{', '.join(map(str, shape_for(b.shape, c.get('values') or {})))}]" for b in sym[:2])
+        out.append(f"{prefix}{_call_name(c)} ({_values(c.get('values') or {})}): read {fmt_bytes(moved['read'])}, "
+                   f"write {fmt_bytes(moved['written'])}  {shapes}")
+    return out
+
+
+def _compiles(b: Bundle) -> list[Graph]:
+    """One graph per Dynamo compile (a forward and its backward share symbols and guards)."""
+    seen: set[str] = set()
+    out = []
+    for g in b.graphs:
+        if g.compile_id not in seen:
+            seen.add(g.compile_id)
+            out.append(g)
+    return out
+
+
+def symbol_lines(b: Bundle) -> list[str]:
+    out = []
+    for g in _compiles(b):
+        if not g.symbols:
+            continue
+        out.append(f"symbols of {g.compile_id} ({g.id}):")
+        for s in g.symbols:
+            fixed = f", specialized to {s['specialized']}" if s.get("specialized") is not None else ""
+            where = f"  {base(s.get('file', ''))}:{s['line']}" if s.get("line") else ""
+            out.append(f"  {s['name']:<6} {s.get('source', ''):<22} hint {s.get('hint')}, range {s.get('range')}"
+                       f"{fixed}{where}")
+        for c in g.calls:
+            inputs = f"  inputs {', '.join(c.get('inputs') or [])}" if c.get("inputs") else ""
+            out.append(f"  {_call_name(c)}: {_values(c.get('values') or {})}{inputs}")
+    return out
+
+
+def base(path: str) -> str:
+    return (path or "?").rsplit("/", 1)[-1]
+
+
+def guard_lines(b: Bundle, limit: int = 120) -> list[str]:
+    from collections import Counter
+
+    out = []
+    for g in _compiles(b):
+        if not g.guards:
+            continue
+        counts = Counter(x.get("group", "other") for x in g.guards)
+        out.append(f"guards of {g.compile_id} ({g.id}): {len(g.guards)}: "
+                   + ", ".join(f"{n} {grp}" for grp, n in counts.items()))
+        for grp in counts:
+            out.append(f"  {grp}:")
+            for x in g.guards:
+                if x.get("group") != grp:
+                    continue
+                text = x.get("text", "")
+                text = text if len(text) <= limit else text[: limit - 1] + "…"
+                where = f"  [{base(x['file'])}:{x['line']}]" if x.get("line") else ""
+                out.append(f"    {x.get('kind', '')}: {text}{where}")
+    return out
+
+
+def failed_guard_lines(r: Recompile, prefix: str = "") -> list[str]:
+    gd = r.guard or {}
+    if not gd:
+        return []
+    out = []
+    if gd.get("text"):
+        where = f" at {base(gd['file'])}:{gd['line']}" if gd.get("line") else ""
+        code = f"  {gd['code']}" if gd.get("code") else ""
+        out.append(f"{prefix}failed guard of {gd.get('compile_id')} ({gd.get('group')}, {gd.get('kind')}){where}"
+                   f"{code}")
+        out.append(f"{prefix}  {gd['text']}")
+    if gd.get("expected") is not None or gd.get("actual") is not None:
+        what = f"{gd['what']}: " if gd.get("what") else ""
+        out.append(f"{prefix}{what}expected {gd.get('expected')}, actual {gd.get('actual')}")
+    return out
+
+
+def cudagraph_line(b: Bundle) -> str:
+    parts = []
+    for g in b.graphs:
+        cg = g.cudagraphs or {}
+        if cg:
+            parts.append(f"{g.id} {cg.get('status')}" + (f" ({cg['reason']})" if cg.get("reason") else ""))
+    if parts and all((g.cudagraphs or {}).get("status") == "n/a" for g in b.graphs):
+        return f"cuda graphs: n/a ({b.graphs[0].cudagraphs.get('reason', '')})"
+    return "cuda graphs: " + "; ".join(parts) if parts else ""
 
 
 _CONFIG_ITEM = re.compile(r"(\w+)=('[^']*'|\"[^\"]*\"|[^,\s]+)")
@@ -130,7 +243,8 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
         flags += [k for k in ("dynamic", "fullgraph", "backward") if opts.get(k)]
         if run_state(opts):
             flags.append(run_state(opts))
-        out.append("options: " + ", ".join(flags) + (f"   inputs: {', '.join(t.get('inputs', []))}" if t.get("inputs")
+        calls = t.get("calls") or ([t["inputs"]] if t.get("inputs") else [])
+        out.append("options: " + ", ".join(flags) + (f"   inputs: {'; '.join(', '.join(c) for c in calls)}" if calls
                                                       else ""))
     if env:
         versions = ", ".join(f"{k} {env[k]}" for k in ("torch", "triton", "python") if env.get(k))
@@ -155,8 +269,11 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
         out.append(f"  [{g.id}]")
         for k in ks:
             launches = f" x{k.launches}" if k.launches > 1 else ""
-            moved = f"read {fmt_bytes(k.bytes_read)}, write {fmt_bytes(k.bytes_written)}"
+            calls = per_call_lines(k, g, prefix="        ")
+            moved = ("symbolic sizes, bytes per call below" if calls and k.bytes_read is None else
+                     f"read {fmt_bytes(k.bytes_read)}, write {fmt_bytes(k.bytes_written)}")
             out.append(f"    {k.name}{launches}  ({k.kind}; {moved})")
+            out += calls
             if k.fx_nodes:
                 out.append(f"        fx nodes: {', '.join(k.fx_nodes)}")
             if k.aten_ops:
@@ -187,6 +304,14 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
         out.append(f"recompiles ({len(b.recompiles)}):")
         for r in b.recompiles:
             out.append(f"  {r.file.rsplit('/', 1)[-1]}:{r.line}: {r.reason}")
+            out += failed_guard_lines(r, prefix="      ")
+    for section in (symbol_lines(b), guard_lines(b)):
+        if section:
+            out.append("")
+            out += section
+    cg = cudagraph_line(b)
+    if cg:
+        out += ["", cg]
     if b.autotune:
         out.append("")
         out += autotune_lines(b, limit=5, prefix="autotune ")

@@ -70,3 +70,23 @@ def preview_sm90(tmp_path_factory) -> dict[str, Path]:
         proc = kernelscope_cmd("capture", sample, "--preview", "sm_90", "-o", str(out[sample]), "-q")
         assert proc.returncode == 0, proc.stderr
     return out
+
+
+@pytest.fixture(scope="session")
+def cpu_dynamic_softmax(tmp_path_factory) -> Path:
+    """A real `--dynamic` capture of softmax with three calls of different row counts."""
+    out = tmp_path_factory.mktemp("cpu") / "softmax_dynamic"
+    proc = kernelscope_cmd("capture", "softmax", "-o", str(out), "--device", "cpu", "--dynamic", "-q",
+                           "--args", "f32[64, 1024]; f32[128, 1024]; f32[256, 1024]")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
+def cpu_recompile_softmax(tmp_path_factory) -> Path:
+    """A real capture whose second call changes a static shape: one recompile, one failed guard."""
+    out = tmp_path_factory.mktemp("cpu") / "softmax_recompile"
+    proc = kernelscope_cmd("capture", "softmax", "-o", str(out), "--device", "cpu", "--no-dynamic", "-q",
+                           "--args", "f32[8, 16]; f32[16, 16]")
+    assert proc.returncode == 0, proc.stderr
+    return out

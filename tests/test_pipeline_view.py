@@ -6,6 +6,7 @@ import asyncio
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult

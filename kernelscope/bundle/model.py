@@ -156,6 +156,15 @@ class Graph:
     code_name: str = ""  # the Python function Dynamo compiled
     code_file: str = ""
     code_line: int | None = None
+    # Dynamic shapes: [{name: "s77", source: "L['x'].size()[0]", hint: 64, range: "[2, int_oo]", file, line, code}]
+    symbols: list[dict[str, Any]] = field(default_factory=list)
+    # The capture's calls this graph ran: [{call: 0-based index, inputs: ["f32[64, 1024]"], values: {"s77": 64}}]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    # Dynamo's guards: [{group, kind, text, source, file, line, code}], group: tensor match, shape, global state,
+    # module attributes or other
+    guards: list[dict[str, Any]] = field(default_factory=list)
+    # CUDA graphs: {status: recorded | skipped | unknown | n/a, reason}
+    cudagraphs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -174,6 +183,8 @@ class Recompile:
     reason: str
     file: str = ""
     line: int | None = None
+    # The guard that failed: {compile_id, graph, group, kind, text, source, file, line, code, expected, actual}
+    guard: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

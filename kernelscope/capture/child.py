@@ -114,7 +114,12 @@ def _setup_environment(work: Path, request: dict) -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
-    os.environ["TORCH_LOGS"] = "output_code,graph_breaks,recompiles"
+    logs = "output_code,graph_breaks,recompiles"
+    if (request.get("options") or {}).get("mode") in ("reduce-overhead", "max-autotune"):
+        # Whether each graph's CUDA graph was recorded or skipped (and why): Inductor's cudagraphs and
+        # perf_hints logs, and cudagraph_trees' INFO "Recording cudagraph tree for ..." lines.
+        logs += ",cudagraphs,perf_hints,torch._inductor.cudagraph_trees"
+    os.environ["TORCH_LOGS"] = logs
     os.environ.pop("TORCH_LOGS_FORMAT", None)  # keep torch's own glog format: what a user sees
     os.environ["INDUCTOR_PROVENANCE"] = "1"  # provenance tracking (torch >= 2.9 reads this)
 

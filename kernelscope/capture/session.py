@@ -242,6 +242,18 @@ def make_inputs(request: dict, module, device: str) -> tuple:
     return tuple(values) if isinstance(values, (tuple, list)) else (values,)
 
 
+def _params(fn) -> list[str]:
+    """The positional parameter names, so a guard's or a symbol's source (L['x']) names an input."""
+    import inspect
+
+    try:
+        sig = inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn)
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in sig.parameters.values() if p.kind in kinds and p.name != "self"]
+
+
 def describe(value: Any) -> str:
     if isinstance(value, torch.Tensor):
         short = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
@@ -402,6 +414,7 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
         with inputs_mode:
             module, fn = load_target(target, device)
             calls = make_calls(request, module, device)
+        bundle.target["params"] = _params(fn)
         inputs = calls[0]
         bundle.target["inputs"] = [describe(v) for v in inputs]
         if len(calls) > 1:

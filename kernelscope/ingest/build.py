@@ -29,7 +29,7 @@ from kernelscope.bundle.model import (
     TritonVariant,
     UserLine,
 )
-from kernelscope.ingest import fx
+from kernelscope.ingest import dynamic, fx
 from kernelscope.ingest.output_code import kind_of, parse_output_code, parse_placeholders
 from kernelscope.ingest.tracelog import TraceLog, TraceRecord
 from kernelscope.ingest.triton_cache import CacheEntry, dedupe_variants, scan_cache
@@ -176,6 +176,8 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     bundle.autotune.extend(parse_autotune(raw.stderr_text))
     if not bundle.recompiles:
         bundle.recompiles.extend(parse_recompiles(raw.stderr_text))
+    dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings,
+                     lambda r: (f"rank{r.rank}/" if multi_rank else "") + r.compile_id, dynamo_graphs)
     return bundle
 
 

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kernelscope.bundle.model import TRITON_STAGES, Bundle, Kernel
+from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
+from kernelscope.show import cudagraph_line, failed_guard_lines, guard_lines, symbol_lines
 from kernelscope.units import fmt_bytes, plural
 
 REPORT_VERSION = 1
@@ -83,18 +85,27 @@ def _bench_data(bench: BenchFacts) -> dict[str, Any]:
     return data
 
 
+def _per_call(b: Bundle, k: Kernel) -> list[dict[str, Any]]:
+    g = next((x for x in b.graphs if x.id == k.graph), None)
+    return bytes_per_call(k, g) if g is not None and g.calls and is_symbolic(k) else []
+
+
 def report_data(b: Bundle) -> dict[str, Any]:
     """Everything a report shows, as JSON-ready data."""
     bench = read_bench(b)
     t = b.target
     kernels = [kernel_data(k, bench) for k in b.kernels]
+    for k, kd in zip(b.kernels, kernels):
+        kd["bytes_per_call"] = _per_call(b, k)
     kinds = Counter(k.kind for k in b.kernels)
     graphs = []
     for g in b.graphs:
         graphs.append({"id": g.id, "compile_id": g.compile_id, "kind": g.kind, "function": g.code_name,
                        "where": where(g.code_file, g.code_line),
                        "kernels": [k.name for k in b.kernels_of(g.id)],
-                       "launches": sum(k.launches for k in b.kernels_of(g.id))})
+                       "launches": sum(k.launches for k in b.kernels_of(g.id)),
+                       "symbols": list(g.symbols), "calls": list(g.calls), "guards": list(g.guards),
+                       "cudagraphs": dict(g.cudagraphs)})
     return {
         "kernelscope_report": REPORT_VERSION,
         "bundle": b.root,
@@ -125,8 +136,12 @@ def report_data(b: Bundle) -> dict[str, Any]:
         "kernels": kernels,
         "graph_breaks": [{"where": where(gb.file, gb.line), "file": gb.file, "line": gb.line, "reason": gb.reason,
                           "code": gb.code, "compile_id": gb.compile_id} for gb in b.graph_breaks],
-        "recompiles": [{"where": where(r.file, r.line), "reason": r.reason, "compile_id": r.compile_id}
-                       for r in b.recompiles],
+        "recompiles": [{"where": where(r.file, r.line), "reason": r.reason, "compile_id": r.compile_id,
+                        "failed_guard": dict(r.guard)} for r in b.recompiles],
+        # Plain-text sections shared by the Markdown and HTML renderings (the same lines `show` prints).
+        "dynamic_text": {"symbols": symbol_lines(b), "guards": guard_lines(b, limit=100),
+                         "failed_guards": [failed_guard_lines(r) for r in b.recompiles],
+                         "cudagraphs": cudagraph_line(b)},
         "autotune": [{"op": a.op, "dtypes": a.dtypes,
                       "choices": [{"name": c.name, "time_ms": c.time_ms, "percent": c.percent, "config": c.config}
                                   for c in a.choices]} for a in b.autotune],

@@ -128,8 +128,18 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         out.append("</ol>")
     if data["recompiles"]:
         out.append("<h2 id=\"recompiles\">Recompiles</h2><ol>")
-        out += [f"<li>{_c(r['where'] or '?')}: {escape(r['reason'])}</li>" for r in data["recompiles"]]
+        dyn = data.get("dynamic_text") or {}
+        failed = dyn.get("failed_guards") or [[] for _ in data["recompiles"]]
+        out += [f"<li>{_c(r['where'] or '?')}: {escape(r['reason'])}"
+                + (f"<pre>{escape(chr(10).join(x.strip() for x in f))}</pre>" if f else "") + "</li>"
+                for r, f in zip(data["recompiles"], failed)]
         out.append("</ol>")
+    dyn = data.get("dynamic_text") or {}
+    for title, key in (("Symbols", "symbols"), ("Guards", "guards")):
+        if dyn.get(key):
+            out.append(f"<h2 id=\"{key}\">{title}</h2><pre>{escape(chr(10).join(dyn[key]))}</pre>")
+    if dyn.get("cudagraphs"):
+        out.append(f"<p><b>CUDA graphs:</b> {escape(dyn['cudagraphs'].split(': ', 1)[-1])}</p>")
     if data["autotune"]:
         out.append("<h2 id=\"autotune\">Autotune</h2>")
         for a in data["autotune"]:

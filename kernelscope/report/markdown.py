@@ -63,6 +63,17 @@ def bench_rows(bench: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _dynamic_sections(dyn: dict[str, Any]) -> list[str]:
+    """The Symbols and Guards sections and the CUDA graphs line, as `show` prints them."""
+    out: list[str] = []
+    for title, key in (("Symbols", "symbols"), ("Guards", "guards")):
+        if dyn.get(key):
+            out += [f"### {title}", "", "```text", *dyn[key], "```", ""]
+    if dyn.get("cudagraphs"):
+        out += [f"**CUDA graphs:** {cell(dyn['cudagraphs'].split(': ', 1)[-1])}", ""]
+    return out
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The Markdown text of a report (``data`` from report_data)."""
     t = data["target"]
@@ -114,7 +125,12 @@ def render_markdown(data: dict[str, Any]) -> str:
         out.append("")
     if data["recompiles"]:
         out += [f"### Recompiles ({len(data['recompiles'])})", ""]
-        out += [f"1. {code(r['where'] or '?')}: {cell(r['reason'])}" for r in data["recompiles"]] + [""]
+        dyn = data.get("dynamic_text") or {}
+        for r, failed in zip(data["recompiles"], dyn.get("failed_guards") or [[] for _ in data["recompiles"]]):
+            out.append(f"1. {code(r['where'] or '?')}: {cell(r['reason'])}")
+            out += [f"   - {code(line.strip())}" for line in failed]
+        out.append("")
+    out += _dynamic_sections(data.get("dynamic_text") or {})
     for a in data["autotune"]:
         out += [f"### Autotune {code(a['op'])}", ""]
         shown = a["choices"][:5]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel, run_state
-from kernelscope.show import autotune_lines, variant_labels
+from kernelscope.show import autotune_lines, cudagraph_line, guard_lines, per_call_lines, symbol_lines, variant_labels
 from kernelscope.ui.xref import base_name
 from kernelscope.units import fmt_bytes, plural
 
@@ -122,7 +122,8 @@ def kernel_facts(k: Kernel) -> list[str]:
 def info_text(b: Bundle, kernel: Kernel | None) -> str:
     out: list[str] = []
     if kernel is not None:
-        out += ["── selected kernel ──", *kernel_facts(kernel), ""]
+        graph = next((g for g in b.graphs if g.id == kernel.graph), None)
+        out += ["── selected kernel ──", *kernel_facts(kernel), *per_call_lines(kernel, graph, "  "), ""]
     out.append("── capture ──")
     t = b.target
     out.append(f"target      {t.get('spec', '?')}")
@@ -145,6 +146,9 @@ def info_text(b: Bundle, kernel: Kernel | None) -> str:
         width = max([14, *(len(k) + 2 for k in shown)])
         for key, value in shown.items():
             out.append(f"{key:<{width}}{value}")
+    dynamic = symbol_lines(b) + guard_lines(b, limit=70) + ([cudagraph_line(b)] if cudagraph_line(b) else [])
+    if dynamic:
+        out += ["", "── shapes, guards, CUDA graphs ──", *dynamic]
     if b.autotune:
         out.append("")
         out.append("── autotune ──")

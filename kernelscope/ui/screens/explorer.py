@@ -345,9 +345,13 @@ class ExplorerScreen(Screen):
     def _break_selected(self, event: OptionList.OptionSelected) -> None:
         kind, _, num = (event.option.id or "").partition(":")
         item = (self.bundle.graph_breaks if kind == "break" else self.bundle.recompiles)[int(num)]
-        row = self.index.source_row(item.file, item.line)
+        file, line = item.file, item.line
+        guard = getattr(item, "guard", None) or {}
+        if kind in ("recompile", "guard") and guard.get("line"):  # the line the failed guard protects
+            file, line = guard.get("file") or file, guard["line"]
+        row = self.index.source_row(file, line)
         if row is None:
-            self.notify(f"{base_name(item.file)}:{item.line} is not in the source view", severity="warning", markup=False)
+            self.notify(f"{base_name(file)}:{line} is not in the source view", severity="warning", markup=False)
             return
         view = self.query_one("#source", CodeView)
         view.set_marks([row])
@@ -530,6 +534,8 @@ class ExplorerScreen(Screen):
         for i, r in enumerate(b.recompiles):
             where = f"{base_name(r.file)}:{r.line}" if r.file else "?"
             options.append(Option(Content(f"↻ recompile {r.compile_id}  {where}  {r.reason}"), id=f"recompile:{i}"))
+            if r.guard:
+                options.append(Option(Content(_failed_guard_text(r.guard)), id=f"guard:{i}"))
         if options:
             breaks.add_options(options)
             breaks.highlighted = 0
@@ -592,3 +598,14 @@ class ExplorerScreen(Screen):
             self.notify("no earlier capture to compare with: recompile (c) or edit (e) first", severity="warning")
             return
         self.app.push_screen(DiffScreen(self.previous, self.bundle))
+
+
+def _failed_guard_text(guard: dict) -> str:
+    """The row under a recompile: the guard of the earlier graph that failed, where it is, both values."""
+    where = f"{base_name(guard['file'])}:{guard['line']}" if guard.get("line") else "no user line"
+    values = ""
+    if guard.get("expected") is not None or guard.get("actual") is not None:
+        values = f"  expected {guard.get('expected')}, actual {guard.get('actual')}"
+    text = guard.get("text") or guard.get("failure", "")
+    kind = f"{guard.get('group')} guard" if guard.get("group") else "guard"
+    return f"   ↳ failed {kind} of {guard.get('compile_id')}  {where}{values}  {text}"
