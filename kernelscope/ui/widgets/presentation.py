@@ -32,6 +32,7 @@ class Side:
     marks: tuple[int, ...] = ()
     cursor: int = 0
     placeholder: bool = False
+    top: int = 0  # the first line to show
 
 
 class PresentationScreen(Screen):
@@ -109,7 +110,11 @@ class PresentationScreen(Screen):
             return Side(f"{k.name} · extern call", f"{k.name} calls a library kernel (cuBLAS / ATen): no generated "
                         f"source.\n\n    {k.call_text}", placeholder=True)
         what = "fused kernel" if "fused" in k.name else f"{k.lang} kernel"
-        return Side(f"{what} · {k.name}", self.index.text(k.source), kernel_lexer(k.lang))
+        text = self.index.text(k.source)
+        lines = text.splitlines()
+        # Start at the kernel itself, past the imports and the autotuning decorator's arguments.
+        start = next((i for i, line in enumerate(lines) if line.startswith(("@triton.jit", "def ", "extern"))), 0)
+        return Side(f"{what} · {k.name}", text, kernel_lexer(k.lang), top=start)
 
     def show(self) -> None:
         left = self.left_side or self.source_side()
@@ -123,6 +128,9 @@ class PresentationScreen(Screen):
                 view.set_document(TextDoc(side.text, side.lexer), cursor=side.cursor)
                 if side.marks:
                     view.set_marks(side.marks)
+                elif side.top:
+                    view.move_cursor(side.top)
+                    self.call_after_refresh(view.scroll_to, 0, side.top, animate=False)
         target = self.bundle.target or {}
         name = str(target.get("spec") or target.get("name") or "capture")
         if target.get("inputs"):
