@@ -124,6 +124,18 @@ def test_escape_on_the_first_screen_does_not_quit():
     run_app(make_app(), steps)
 
 
+def test_escape_from_a_capture_lands_in_the_gallery_and_stays():
+    async def steps(pilot, app):
+        for _ in range(5):
+            await pilot.press("escape")
+            await pilot.pause(0.1)
+        assert app.is_running and isinstance(app.screen, GalleryScreen)
+        assert "Pick a sample" in text_of(app.screen, "#summary")
+        assert app.screen.query_one("#preview", CodeView).text.startswith('"""add + relu')  # drawn, no crash
+
+    run_app(make_app(str(GPU_FIXTURES / "add_relu"), presentation=True), steps)
+
+
 def test_served_quit_asks_first(monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_SERVE", "1")
 

@@ -341,7 +341,7 @@ class CodeView(ScrollView, can_focus=True):
             gutter_style = gutter_style + Style(bold=True)
         label = self.labels(index) if self.labels else str(index + 1)
         glyph = MARK_GLYPH if marked else ("›" if index == self.cursor and self.has_focus else " ")
-        gutter = f"{glyph}{label:>{self._gutter_width - 4}} │ "
+        gutter = f"{glyph}{label:>{max(1, self._gutter_width - 4)}} │ "  # not laid out yet: 0
         gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
 
         content = Text(style=line_style, no_wrap=True, end="")
