@@ -112,7 +112,7 @@ class PresentationScreen(Screen):
         what = "fused kernel" if "fused" in k.name else f"{k.lang} kernel"
         text = self.index.text(k.source)
         lines = text.splitlines()
-        # Start at the kernel itself, past the imports and the autotuning decorator's arguments.
+        # The kernel itself, from its @triton.jit: the imports and the autotuning arguments stay in the explorer.
         start = next((i for i, line in enumerate(lines) if line.startswith(("@triton.jit", "def ", "extern"))), 0)
         return Side(f"{what} · {k.name}", text, kernel_lexer(k.lang), top=start)
 
@@ -125,12 +125,13 @@ class PresentationScreen(Screen):
             if side.placeholder:
                 view.set_placeholder(side.text)
             else:
-                view.set_document(TextDoc(side.text, side.lexer), cursor=side.cursor)
+                text, labels = side.text, None
+                if side.top:  # from that line on, numbered as in the file
+                    text = "\n".join(side.text.splitlines()[side.top:])
+                    labels = lambda i, top=side.top: str(i + top + 1)  # noqa: E731
+                view.set_document(TextDoc(text, side.lexer), cursor=side.cursor, labels=labels)
                 if side.marks:
                     view.set_marks(side.marks)
-                elif side.top:
-                    view.move_cursor(side.top)
-                    self.call_after_refresh(view.scroll_to, 0, side.top, animate=False)
         target = self.bundle.target or {}
         name = str(target.get("spec") or target.get("name") or "capture")
         if target.get("inputs"):
