@@ -132,6 +132,12 @@ class PresentationScreen(Screen):
                 view.set_document(TextDoc(text, side.lexer), cursor=side.cursor, labels=labels)
                 if side.marks:
                     view.set_marks(side.marks)
+        # Your marked lines whole where the screen allows (at 80 columns 2:3 would cut them).
+        if left.marks and not left.placeholder:
+            lines = left.text.splitlines()
+            need = max(len(lines[m]) for m in left.marks if m < len(lines)) + 12 if lines else 0
+            width = self.app.size.width or 80
+            self.query_one("#pres-left").styles.width = int(min(max(need, width * 0.35), width * 0.55))
         target = self.bundle.target or {}
         name = str(target.get("spec") or target.get("name") or "capture")
         if target.get("inputs"):
