@@ -28,6 +28,7 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("kernelscope.report.diff_cli", "compare two bundles kernel by kernel"),
     "open": ("kernelscope.report.open_cli", "turn a TORCH_TRACE folder (anyone's job) into a bundle and open it"),
     "serve": ("kernelscope.ui.serve", "run the UI in a browser (textual-serve) on a local port"),
+    "talk": ("kernelscope.ui.talk", "step through a prepared talk (captures at panes) with one key"),
 }
 
 

@@ -233,17 +233,20 @@ def test_narrow_terminal_folds_panes_into_tabs(ref_bundles):
     drive(ref_bundles["mlp_train"], steps, size=NARROW)
 
 
-def test_presentation_mode_shows_two_big_panes(ref_bundles):
+def test_presentation_mode_shows_the_story_big(ref_bundles):
+    from kernelscope.ui.widgets.presentation import PresentationScreen
+
     async def steps(pilot, app):
-        await pilot.press("P", "4")
-        await pilot.pause()
-        screen = app.screen
-        shown = sorted(p.id for p in screen.query(".pane") if p.display)
-        assert shown == ["pane-kernel", "pane-source"]
-        assert not screen.query_one("Footer").display
         await pilot.press("P")
         await pilot.pause()
-        assert screen.layout_mode == "wide"
+        screen = app.screen
+        assert isinstance(screen, PresentationScreen)
+        assert screen.query_one("#pres-right").border_title.startswith("fused kernel · triton_")
+        assert "eager 1 kernel" in str(screen.query_one("#pres-counts").render())
+        assert not screen.query("Footer")
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, ExplorerScreen) and app.screen.layout_mode == "wide"
 
     drive(ref_bundles["softmax"], steps)
 

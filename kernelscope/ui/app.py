@@ -51,14 +51,22 @@ class KernelscopeApp(App):
         Binding("S", "screenshot", "Screenshot", key_display="S"),
         Binding("question_mark", "keys", "Keys", key_display="?"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        # A talk: one key steps (check_action lets them through when no talk runs or an input has focus).
+        Binding("space,right", "talk_step(1)", "Next step", show=False, priority=True),
+        Binding("left", "talk_step(-1)", "Previous step", show=False, priority=True),
     ]
 
     def __init__(self, *, bundle: Bundle | None = None, request: CaptureRequest | None = None,
-                 presentation: bool = False, theme: str | None = None) -> None:
+                 presentation: bool = False, theme: str | None = None, talk=None) -> None:
         super().__init__()
         self.start_bundle = bundle
         self.start_request = request
         self.presentation = presentation
+        self.talk = talk  # a kernelscope.ui.talk.Talk, stepped with space / arrows
+        self.talk_index = 0
+        self._talk_bundles: dict = {}
+        # Served in a browser (``kernelscope serve``): quitting asks first, screenshots go to the browser.
+        self.served = os.environ.get("KERNELSCOPE_SERVE") == "1"
         self.theme = theme or os.environ.get("KERNELSCOPE_THEME") or "textual-dark"
         self.first_frame_ms: float | None = None
         self.highlighting_ready = False  # set once lexers may run (a frame after the first)
@@ -71,7 +79,9 @@ class KernelscopeApp(App):
         self._gc_was_enabled = gc.isenabled()
         gc.disable()
         textdoc.defer_lexers(True)
-        if self.start_bundle is not None:
+        if self.talk is not None:
+            self.call_later(self.talk_show, 0)
+        elif self.start_bundle is not None:
             self.show_bundle(self.start_bundle)
         else:
             from kernelscope.ui.screens.gallery import GalleryScreen
@@ -107,6 +117,10 @@ class KernelscopeApp(App):
             self.switch_screen(screen)
         else:
             self.push_screen(screen)
+        if self.presentation:  # --big: the story first; P or escape shows the explorer under it
+            from kernelscope.ui.widgets.presentation import PresentationScreen
+
+            self.push_screen(PresentationScreen(bundle))
 
     def open_bundle(self, path: str) -> None:
         from kernelscope.bundle.io import BundleError, read_bundle
@@ -192,18 +206,185 @@ class KernelscopeApp(App):
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def action_presentation(self) -> None:
-        self.presentation = not self.presentation
-        for screen in self.screen_stack:
-            if hasattr(screen, "_apply_layout"):
-                screen._apply_layout()
-        self.notify("presentation mode: two big panes, no chrome (P again to leave)" if self.presentation
-                    else "presentation mode off", timeout=2)
+        """P: the story big (source, kernel, counts) over whatever screen shows a capture; P again leaves."""
+        from kernelscope.ui.widgets.presentation import PresentationScreen
+
+        if isinstance(self.screen, PresentationScreen):
+            self.presentation = False
+            self.pop_screen()
+            return
+        big = self.presentation_for(self.screen)
+        self.presentation = True
+        if big is None:
+            self.notify("presentation mode on: a capture you open shows big (P again to leave)", timeout=3)
+            return
+        self.push_screen(big)
+
+    def presentation_for(self, screen):
+        """The presentation of what ``screen`` shows, or None where it shows no capture (gallery, editor)."""
+        from kernelscope.ui.screens.explorer import ExplorerScreen
+        from kernelscope.ui.screens.tools import BenchScreen, DiffScreen, PipelineScreen
+        from kernelscope.ui.widgets.presentation import PresentationScreen, Side
+
+        heading, note = self._talk_heading()
+        if isinstance(screen, ExplorerScreen):
+            k = screen.kernel if screen.kernel is not None and screen.kernel.source else None
+            return PresentationScreen(screen.bundle, k, heading=heading, note=note)
+        if isinstance(screen, PipelineScreen):
+            try:
+                from kernelscope.pipeline.stages import STAGES
+                from kernelscope.ui.lexers import lexer_for_stage
+                from kernelscope.ui.widgets.pipeline_view import PipelineView
+
+                view = screen.query_one(PipelineView)
+            except Exception:  # the pipeline view is not installed: the kernel and its source
+                return PresentationScreen(screen.bundle, screen.kernel, heading=heading, note=note)
+            if not view.stages:
+                return PresentationScreen(screen.bundle, screen.kernel, heading=heading, note=note)
+            i = view.stage_index
+            j = view.other_index if view.other_index != i else (i + 1) % len(view.stages)
+
+            def side(n: int) -> Side:
+                st = view.stages[n]
+                lexer = None if st.missing else (lambda lx=STAGES[n].lexer: lexer_for_stage(lx))
+                return Side(f"{st.title} · {screen.kernel.name}", st.display_text(), lexer,
+                            placeholder=st.missing)
+
+            return PresentationScreen(screen.bundle, screen.kernel, left=side(i), right=side(j),
+                                      heading=heading or f"Triton pipeline · {screen.kernel.name}", note=note)
+        if isinstance(screen, BenchScreen):
+            return PresentationScreen(screen.bundle, heading=heading, note=note)
+        if isinstance(screen, DiffScreen):
+            bundle = getattr(screen, "after", None)
+            return PresentationScreen(bundle, heading=heading, note=note) if bundle is not None else None
+        return None
 
     def action_screenshot(self) -> None:
+        """S: an SVG of the screen; served in a browser it is downloaded there (the speaker's machine)."""
+        if self.is_web:
+            import io
+
+            from textual.app import generate_datetime_filename
+
+            name = generate_datetime_filename("kernelscope", ".svg")
+            self.deliver_text(io.StringIO(self.export_screenshot()), save_filename=name, open_method="download",
+                              mime_type="image/svg+xml", name="screenshot")
+            self.notify(f"screenshot sent to your browser: {name}", timeout=6)
+            return
         from kernelscope.ui.paths import screenshots_dir
 
         path = self.save_screenshot(path=str(screenshots_dir()))
         self.notify(f"screenshot saved: {path}", timeout=6)
+
+    async def action_quit(self) -> None:
+        """q / ctrl+q. Served in a browser, ending the session loses the page: ask first."""
+        if not self.served:
+            await super().action_quit()
+            return
+        from kernelscope.ui.screens.dialogs import ConfirmScreen
+
+        if isinstance(self.screen, ConfirmScreen):
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmScreen("End the session? y/n"), answered)
+
+    def action_command_palette(self) -> None:
+        super().action_command_palette()
+        self.call_after_refresh(self._plain_search_icon)
+
+    def _plain_search_icon(self) -> None:
+        """The palette's 🔎 is an empty box where no emoji font is installed: a plain glyph instead."""
+        try:
+            from textual.command import SearchIcon
+        except ImportError:
+            return
+        for icon in self.screen.query(SearchIcon):
+            icon.icon = ">"
+
+    # -- a talk ----------------------------------------------------------------------------------
+    def _talk_heading(self) -> tuple[str, str]:
+        if self.talk is None:
+            return "", ""
+        step = self.talk.steps[self.talk_index]
+        return f"{self.talk_index + 1}/{len(self.talk.steps)} · {step.title}", step.note
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "talk_step":
+            from textual.screen import ModalScreen
+            from textual.widgets import Input
+
+            return self.talk is not None and not isinstance(self.screen, ModalScreen) and \
+                not isinstance(self.focused, Input)
+        return True
+
+    async def action_talk_step(self, delta: int) -> None:
+        if self.talk is None:
+            return
+        n = self.talk_index + delta
+        if not 0 <= n < len(self.talk.steps):
+            self.notify("end of the talk (← back)" if n >= len(self.talk.steps) else "first step (space: next)",
+                        timeout=2)
+            return
+        await self.talk_show(n)
+
+    async def talk_show(self, n: int) -> None:
+        """Open step N: its capture, at its pane, with its title and note."""
+        from kernelscope.bundle.io import BundleError, read_bundle
+        from kernelscope.ui.screens.explorer import ExplorerScreen
+        from kernelscope.ui.talk import find_kernel
+        from kernelscope.ui.widgets.presentation import PresentationScreen
+
+        self.talk_index = n
+        step = self.talk.steps[n]
+        while len(self.screen_stack) > 1:
+            await self.pop_screen()
+        bundle = self._talk_bundles.get(step.bundle)
+        if bundle is None:
+            try:
+                bundle = self._talk_bundles[step.bundle] = read_bundle(step.bundle)
+            except BundleError as exc:
+                self.notify(f"step {n + 1}: {exc}", severity="error", timeout=8)
+                return
+        self.presentation = False
+        explorer = ExplorerScreen(bundle)
+        await self.push_screen(explorer)
+        kernel = find_kernel(explorer.index.kernels_in_order(), step.kernel)
+        if step.kernel and kernel is None:
+            self.notify(f"step {n + 1}: no kernel named {step.kernel} in {step.bundle.name}", severity="warning")
+        heading, note = self._talk_heading()
+        if step.pane == "presentation":
+            self.presentation = True
+            await self.push_screen(PresentationScreen(bundle, kernel, heading=heading, note=note))
+            return
+        if kernel is not None:
+            explorer.select_kernel(kernel)
+        if step.pane == "pipeline":
+            from kernelscope.ui.screens.tools import PipelineScreen
+
+            if explorer.kernel is None or explorer.kernel.lang != "triton":
+                from kernelscope.ui.story import story_kernel
+
+                k = story_kernel(bundle, explorer.index.kernels_in_order())
+                if k is not None:
+                    explorer.select_kernel(k)
+            if explorer.kernel is None or explorer.kernel.lang != "triton":
+                self.notify(f"step {n + 1}: no Triton kernel in {step.bundle.name} to step through", severity="warning")
+            else:
+                await self.push_screen(PipelineScreen(bundle, explorer.kernel))
+            await self._talk_banner(heading, note)
+            return
+        explorer.action_show_pane(step.pane)
+        await self._talk_banner(heading, note)
+
+    async def _talk_banner(self, heading: str, note: str) -> None:
+        from textual.widgets import Static
+
+        banner = Static(f"{heading}\n{note}" if note else heading, classes="talk-banner", markup=False)
+        await self.screen.mount(banner, before=0)
 
     def action_keys(self) -> None:
         if self.screen.query("HelpPanel"):

@@ -20,23 +20,37 @@ import sys
 from typing import Any
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+FONT = 16  # the page's font size in px (``?fontsize=`` overrides it)
+BIG_FONT = 20  # with --big: readable from the back of a room
+# The page's background under the grid, per theme (the grid seldom fills the window exactly).
+PAGE_BACKGROUND = {"textual-dark": "#121212", "textual-light": "#E0E0E0"}
+PAGE_TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_page")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", nargs="?", help="a bundle folder or a target to open (default: the gallery)")
     p.add_argument("--port", type=int, default=8000, help="local port (default: 8000)")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (127.0.0.1, localhost or ::1)")
-    p.add_argument("--big", action="store_true", help="presentation mode: two big panes, no chrome")
+    p.add_argument("--big", action="store_true", help="presentation mode for a talk: your source, the fused kernel "
+                                                      f"and the counts, at a larger font (?fontsize={BIG_FONT})")
     p.add_argument("--light", action="store_true", help="light theme (projectors often read better)")
+    p.add_argument("--talk", nargs="?", const="", default=None, metavar="SCRIPT",
+                   help="run a talk script (default: the seed story shipped with kernelscope); space or → steps")
 
 
 def serve_command(args: argparse.Namespace) -> str:
     """The shell command each browser session runs."""
-    env = []
+    env = ["KERNELSCOPE_SERVE=1"]  # quitting asks first; screenshots go to the browser
     if args.big:
         env.append("KERNELSCOPE_BIG=1")
     if args.light:
         env.append("KERNELSCOPE_THEME=textual-light")
+    talk = getattr(args, "talk", None)
+    if talk is not None:
+        cmd = [sys.executable, "-m", "kernelscope", "talk"] + ([os.path.abspath(talk)] if talk else [])
+        if args.light:
+            cmd.append("--light")
+        return " ".join(env + [shlex.quote(c) for c in cmd])
     cmd = [sys.executable, "-m", "kernelscope"] + ([os.path.abspath(args.what) if os.path.exists(args.what)
                                                    else args.what] if args.what else [])
     return " ".join(env + [shlex.quote(c) for c in cmd])
@@ -70,13 +84,20 @@ def port_problem(host: str, port: int) -> str | None:
     return None
 
 
-def make_server(command: str, host: str, port: int, token: str) -> Any:
+def make_server(command: str, host: str, port: int, token: str, *, font_size: int = FONT,
+                theme: str = "textual-dark") -> Any:
     """A textual-serve Server that requires TOKEN and a loopback Host/Origin on every request but
     its static files. Checked against textual-serve 1.1.3: its ``_make_app()`` builds the aiohttp
     app (routes "/", "/ws", "/download/{key}", "/static"), and ``handle_index`` builds the page's
-    URLs from ``self.public_url``."""
+    URLs from ``self.public_url``. The page is our copy of its template (serve_page/app_index.html):
+    its font comes from textual-serve's static folder, not from a CDN, the terminal takes the keys
+    on load, and the page's background is the theme's."""
+    import aiohttp_jinja2
+    import textual_serve
     from aiohttp import web
-    from textual_serve.server import Server
+    from textual_serve.server import Server, to_int
+
+    statics = os.path.join(os.path.dirname(os.path.abspath(textual_serve.__file__)), "static")
 
     hosts = allowed_hosts(port)
     origins = {f"http://{h}" for h in hosts}
@@ -109,18 +130,23 @@ def make_server(command: str, host: str, port: int, token: str) -> Any:
             app.middlewares.append(guard)
             return app
 
+        @aiohttp_jinja2.template("app_index.html")
         async def handle_index(self, request: web.Request):
             # The page's WebSocket and static URLs on the host the browser used (checked by guard),
-            # so its cookie goes with the upgrade; no await before super() reads it.
+            # so its cookie goes with the upgrade; no await before the base reads it.
             self.public_url = f"http://{request.headers['Host']}"
-            return await super().handle_index(request)
+            context = await Server.handle_index.__wrapped__(self, request)
+            context["font_size"] = max(6, min(64, to_int(request.query.get("fontsize", ""), font_size)))
+            context["page_background"] = PAGE_BACKGROUND.get(theme, PAGE_BACKGROUND["textual-dark"])
+            return context
 
         async def on_startup(self, app: web.Application) -> None:
             print(f"kernelscope: serving on http://{url_host(host)}:{port}/?token={token}  (ctrl+c to stop)",
                   file=sys.stderr, flush=True)
 
     return GuardedServer(command, host=host, port=port, title="kernelscope",
-                         public_url=f"http://{url_host(host)}:{port}")
+                         public_url=f"http://{url_host(host)}:{port}", statics_path=statics,
+                         templates_path=PAGE_TEMPLATES)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,7 +164,17 @@ def run(args: argparse.Namespace) -> int:
         print("kernelscope: `serve` needs textual-serve; install it with `pip install 'kernelscope[serve]'`",
               file=sys.stderr)
         return 2
-    server = make_server(serve_command(args), args.host, args.port, secrets.token_urlsafe(24))
+    if getattr(args, "talk", None):
+        from kernelscope.ui.talk import TalkError, load_talk
+
+        try:
+            load_talk(args.talk)  # a bad script is one line here, not a broken page
+        except TalkError as exc:
+            print(f"kernelscope: {exc}", file=sys.stderr)
+            return 2
+    server = make_server(serve_command(args), args.host, args.port, secrets.token_urlsafe(24),
+                         font_size=BIG_FONT if args.big else FONT,
+                         theme="textual-light" if args.light else "textual-dark")
     try:
         server.serve()
     except OSError as exc:  # the port was taken between the check and the bind

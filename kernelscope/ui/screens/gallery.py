@@ -40,7 +40,7 @@ class GalleryScreen(Screen):
         Binding("c", "capture_form", "Capture with options…"),
         Binding("e", "edit", "Edit & run"),
         Binding("o", "open", "Open…"),
-        Binding("escape,q", "app.quit", "Quit"),
+        Binding("q", "app.quit", "Quit"),  # escape never ends the session: one key too many on stage
     ]
 
     def __init__(self) -> None:

@@ -1,0 +1,83 @@
+"""The numbers a talk is about, for one bundle: eager N kernels / M transfers -> compiled n / m, and the
+measured time when the bundle was benched. Read from the bundle's bench results when present, else
+computed from its graphs the way ``kernelscope bench --counts`` does (kernelscope.bench.counts is pure
+Python). Also which kernel tells the story: the first fused kernel with a source. No torch here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernelscope.bundle.model import Bundle, Kernel
+from kernelscope.units import plural
+
+
+@dataclass
+class Story:
+    eager_kernels: int | None = None
+    eager_transfers: int | None = None
+    compiled_kernels: int | None = None
+    compiled_transfers: int | None = None
+    eager_us: float | None = None  # measured median end to end, when benched
+    compiled_us: float | None = None
+    device: str = ""  # where it was measured
+    source: str = ""  # "bench" (stored) or "graphs" (computed now)
+    problem: str = ""  # why there are no counts
+
+    def counts_line(self) -> str:
+        if self.eager_kernels is None or self.compiled_kernels is None:
+            return f"no counts: {self.problem}" if self.problem else "no counts"
+        return (f"eager {plural(self.eager_kernels, 'kernel')} / {plural(self.eager_transfers or 0, 'transfer')}"
+                f"  →  compiled {plural(self.compiled_kernels, 'kernel')} / "
+                f"{plural(self.compiled_transfers or 0, 'transfer')}")
+
+    def time_line(self) -> str:
+        if self.eager_us is None or self.compiled_us is None:
+            return "not benched: `kernelscope bench BUNDLE` measures it"
+        speed = self.eager_us / self.compiled_us if self.compiled_us else 0.0
+        where = f" on {self.device}" if self.device else ""
+        return f"measured{where}: eager {_time(self.eager_us)}  →  compiled {_time(self.compiled_us)}  ({speed:.2f}x)"
+
+
+def _time(us: float) -> str:
+    if us >= 1000:
+        return f"{us / 1000:.2f} ms"
+    return f"{us:.1f} µs"
+
+
+def story(bundle: Bundle) -> Story:
+    run = (bundle.extra.get("bench") or {}).get("run") if isinstance(bundle.extra, dict) else None
+    s = Story()
+    counts = run.get("counts") if isinstance(run, dict) else None
+    if isinstance(counts, dict) and "eager" in counts and "compiled" in counts:
+        s.source = "bench"
+    else:
+        try:
+            from kernelscope.bench.counts import counts_dict
+
+            counts = counts_dict(bundle)
+            s.source = "graphs"
+        except Exception as exc:  # a bundle whose graphs cannot be read: say so, show the rest
+            s.problem = f"{exc.__class__.__name__}: {exc}"
+            counts = None
+    if counts:
+        s.eager_kernels = counts["eager"].get("kernels")
+        s.eager_transfers = counts["eager"].get("transfers")
+        s.compiled_kernels = counts["compiled"].get("kernels")
+        s.compiled_transfers = counts["compiled"].get("transfers")
+    if isinstance(run, dict):
+        try:
+            s.eager_us = float(run["eager"]["e2e"]["median_us"])
+            s.compiled_us = float(run["compiled"]["e2e"]["median_us"])
+        except (KeyError, TypeError, ValueError):
+            s.eager_us = s.compiled_us = None
+        dev = run.get("device") or {}
+        s.device = str(dev.get("device_name") or dev.get("device") or "") if isinstance(dev, dict) else ""
+    return s
+
+
+def story_kernel(bundle: Bundle, order: list[Kernel]) -> Kernel | None:
+    """The kernel a talk shows: the first generated (fused) kernel with a source, else the first one."""
+    with_source = [k for k in order if k.lang != "extern" and k.source]
+    fused = [k for k in with_source if "fused" in k.name]
+    return (fused or with_source or order or [None])[0]

@@ -1,0 +1,161 @@
+"""Presentation mode (``P``, ``--big``): the story of one capture, big enough for the back of a room.
+
+A heading (what was captured, and a talk step's title and note), a band with the counts the talk is
+about (eager N kernels / M transfers -> compiled n / m, and the measured time when benched), then two
+panes: your source with the kernel's lines marked, and the fused kernel's source. Over the Triton
+pipeline it shows the current stage next to its partner stage. No footer, no table, no chrome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Static
+
+from kernelscope.bundle.model import Bundle, Kernel
+from kernelscope.ui.story import story, story_kernel
+from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.code_view import CodeView
+
+
+@dataclass
+class Side:
+    """One pane's content: a title, a text, a lexer factory, lines to mark (0-based), a line to show."""
+
+    title: str
+    text: str
+    lexer: object = None
+    marks: tuple[int, ...] = ()
+    cursor: int = 0
+    placeholder: bool = False
+    top: int = 0  # the first line to show
+
+
+class PresentationScreen(Screen):
+    """The story big: source, kernel, counts."""
+
+    DEFAULT_CSS = """
+    PresentationScreen { layout: vertical; }
+    PresentationScreen #pres-heading { height: auto; padding: 0 2; text-style: bold; color: $text; }
+    PresentationScreen #pres-note { height: auto; padding: 0 2; color: $text-muted; }
+    PresentationScreen #pres-counts { height: auto; padding: 1 2; margin: 0 1; background: $boost;
+                                      text-style: bold; color: $accent; }
+    PresentationScreen #pres-panes { height: 1fr; }
+    PresentationScreen .pres-side { width: 1fr; border: round $panel-lighten-2; border-title-style: bold;
+                                    border-title-color: $text; padding: 0 1; }
+    PresentationScreen #pres-left { width: 2fr; }
+    PresentationScreen #pres-right { width: 3fr; }
+    PresentationScreen .pres-side > CodeView { height: 1fr; border: none; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "leave", "Leave presentation"),
+        Binding("comma", "step_kernel(-1)", "Prev kernel", key_display=","),
+        Binding("full_stop", "step_kernel(1)", "Next kernel", key_display="."),
+    ]
+
+    def __init__(self, bundle: Bundle, kernel: Kernel | None = None, *, left: Side | None = None,
+                 right: Side | None = None, heading: str = "", note: str = "") -> None:
+        super().__init__()
+        from kernelscope.ui.xref import BundleIndex
+
+        self.bundle = bundle
+        self.index = BundleIndex(bundle)
+        self.kernel = kernel or story_kernel(bundle, self.index.kernels_in_order())
+        self.fixed = left is not None or right is not None  # the pipeline's stages: no kernel stepping
+        self.left_side, self.right_side = left, right
+        self.heading = heading
+        self.note = note
+        self.story = story(bundle)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="pres-heading", markup=False)
+        yield Static(self.note, id="pres-note", markup=False)
+        yield Static(id="pres-counts", markup=False)
+        with Horizontal(id="pres-panes"):
+            with Vertical(id="pres-left", classes="pres-side"):
+                yield CodeView(id="pres-source")
+            with Vertical(id="pres-right", classes="pres-side"):
+                yield CodeView(id="pres-kernel")
+
+    def on_mount(self) -> None:
+        self.query_one("#pres-note").display = bool(self.note)
+        lines = [self.story.counts_line(), self.story.time_line()]
+        self.query_one("#pres-counts", Static).update("\n".join(lines))
+        self.show()
+
+    # -- content ---------------------------------------------------------------------------------
+    def source_side(self) -> Side:
+        from kernelscope.ui.screens.explorer import python_lexer
+        from kernelscope.ui.xref import base_name
+
+        src = self.index.source()
+        if not src.rows:
+            return Side("Your source", "This capture holds no copy of your source.", placeholder=True)
+        marks = tuple(self.index.source_rows_for_kernel(self.kernel)) if self.kernel else ()
+        cursor = marks[0] if marks else (src.first_line or 1) - 1 if src.copied else 0
+        return Side(f"Your source · {base_name(src.file)}", src.text, python_lexer, marks, cursor)
+
+    def kernel_side(self) -> Side:
+        from kernelscope.ui.screens.explorer import kernel_lexer
+
+        k = self.kernel
+        if k is None:
+            return Side("Kernel", "This capture has no kernels.", placeholder=True)
+        if k.lang == "extern" or not k.source:
+            return Side(f"{k.name} · extern call", f"{k.name} calls a library kernel (cuBLAS / ATen): no generated "
+                        f"source.\n\n    {k.call_text}", placeholder=True)
+        what = "fused kernel" if "fused" in k.name else f"{k.lang} kernel"
+        text = self.index.text(k.source)
+        lines = text.splitlines()
+        # The kernel itself, from its @triton.jit: the imports and the autotuning arguments stay in the explorer.
+        start = next((i for i, line in enumerate(lines) if line.startswith(("@triton.jit", "def ", "extern"))), 0)
+        return Side(f"{what} · {k.name}", text, kernel_lexer(k.lang), top=start)
+
+    def show(self) -> None:
+        left = self.left_side or self.source_side()
+        right = self.right_side or self.kernel_side()
+        for side, pane_id, view_id in ((left, "#pres-left", "#pres-source"), (right, "#pres-right", "#pres-kernel")):
+            self.query_one(pane_id).border_title = side.title
+            view = self.query_one(view_id, CodeView)
+            if side.placeholder:
+                view.set_placeholder(side.text)
+            else:
+                text, labels = side.text, None
+                if side.top:  # from that line on, numbered as in the file
+                    text = "\n".join(side.text.splitlines()[side.top:])
+                    labels = lambda i, top=side.top: str(i + top + 1)  # noqa: E731
+                view.set_document(TextDoc(text, side.lexer), cursor=side.cursor, labels=labels)
+                if side.marks:
+                    view.set_marks(side.marks)
+        # Your marked lines whole where the screen allows (at 80 columns 2:3 would cut them).
+        if left.marks and not left.placeholder:
+            lines = left.text.splitlines()
+            need = max(len(lines[m]) for m in left.marks if m < len(lines)) + 12 if lines else 0
+            width = self.app.size.width or 80
+            self.query_one("#pres-left").styles.width = int(min(max(need, width * 0.35), width * 0.55))
+        target = self.bundle.target or {}
+        name = str(target.get("spec") or target.get("name") or "capture")
+        if target.get("inputs"):
+            name += "(" + ", ".join(target["inputs"]) + ")"
+        kernels = self.index.kernels_in_order()
+        where = ""
+        if self.kernel is not None and self.kernel in kernels and not self.fixed:
+            where = f"   (kernel {kernels.index(self.kernel) + 1} of {len(kernels)}: , .)"
+        self.query_one("#pres-heading", Static).update(f"{self.heading or name}{where}")
+
+    # -- keys --------------------------------------------------------------------------------------
+    def action_leave(self) -> None:
+        self.app.action_presentation()
+
+    def action_step_kernel(self, delta: int) -> None:
+        order = self.index.kernels_in_order()
+        if self.fixed or not order:
+            return
+        i = order.index(self.kernel) if self.kernel in order else -1
+        self.kernel = order[(i + delta) % len(order)]
+        self.show()
