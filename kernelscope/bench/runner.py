@@ -45,6 +45,8 @@ class BenchSettings:
     remeasure: bool = False
     timeout: float | None = None
     save: bool = True  # store the record in the bundle (when the bundle can be written)
+    grad_mode: str | None = None  # "grad", "no_grad", "inference_mode"; None: as the bundle was captured
+    eval: bool | None = None  # module.eval() first; None: as the bundle was captured
 
     def sections(self) -> list[str]:
         if self.kernel:
@@ -120,6 +122,22 @@ def _kernel_request(bundle: Bundle, key: str, changes: dict[str, int]) -> dict[s
                          "bytes": b.bytes} for b in k.buffers], "changes": changes}
 
 
+def run_options(bundle: Bundle, s: BenchSettings) -> dict[str, Any]:
+    """The compile options and the grad mode / train state the bench calls the function in: the
+    bundle's recorded ones (the bench recompiles its target), unless the settings say otherwise."""
+    opts = {k: bundle.options.get(k) for k in ("mode", "dynamic", "fullgraph", "backward")}
+    rec = bundle.options
+    grad = s.grad_mode or rec.get("grad_mode") or ("inference_mode" if rec.get("inference_mode") else
+                                                   "no_grad" if rec.get("no_grad") else "grad")
+    if opts.get("backward") and grad != "grad":
+        raise BenchError(f"this bundle was captured with --backward: it cannot be benched under {grad}")
+    opts["grad_mode"] = grad
+    opts["no_grad"] = grad == "no_grad"
+    opts["inference_mode"] = grad == "inference_mode"
+    opts["eval"] = bool(s.eval if s.eval is not None else (rec.get("train") == "eval" or rec.get("eval")))
+    return opts
+
+
 def matmul_dtypes(bundle: Bundle) -> list[str]:
     _, compiled = count_bundle(bundle)
     dtypes = []
@@ -145,8 +163,7 @@ class Bench(ChildJob):
         device = s.device or bundle_device(bundle)
         req: dict[str, Any] = {
             "work": str(work), "result": str(work / "result.json"), "event_fd": event_fd, "t_spawn": time.time(),
-            "device": device, "sections": s.sections(), "options": {
-                k: bundle.options.get(k) for k in ("mode", "dynamic", "fullgraph", "backward")},
+            "device": device, "sections": s.sections(), "options": run_options(bundle, s),
             "settings": {"warmup": s.warmup, "reps": s.reps, "budget_s": s.budget_s, "profile_calls": s.profile_calls,
                          "sweep_reps": s.sweep_reps, "sweep_budget_s": s.sweep_budget_s,
                          "kernel_rep_ms": s.kernel_rep_ms},
