@@ -39,6 +39,7 @@ def summary_dict(b: Bundle) -> dict[str, Any]:
     for k, kd in zip(b.kernels, data["kernels"]):
         kd["bytes_read"] = k.bytes_read
         kd["bytes_written"] = k.bytes_written
+        kd["bytes_read_bound"] = k.bytes_bound
     data["bundle"] = b.root
     return data
 
@@ -153,7 +154,7 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
         out.append(f"  [{g.id}]")
         for k in ks:
             launches = f" x{k.launches}" if k.launches > 1 else ""
-            moved = f"read {fmt_bytes(k.bytes_read)}, write {fmt_bytes(k.bytes_written)}"
+            moved = f"read {'<= ' if k.bytes_bound else ''}{fmt_bytes(k.bytes_read)}, write {fmt_bytes(k.bytes_written)}"
             out.append(f"    {k.name}{launches}  ({k.kind}; {moved})")
             if k.fx_nodes:
                 out.append(f"        fx nodes: {', '.join(k.fx_nodes)}")

@@ -107,7 +107,8 @@ def _bundle_for(args: argparse.Namespace) -> Path:
     if not args.quiet:
         print(f"  capture   {target.spec} -> {out}", file=sys.stderr, flush=True)
     try:
-        result = Capture(target, out, args=specs, args_text=args.args_spec or "", options=opts).run()
+        args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
+        result = Capture(target, out, args=specs, args_text=args_text, options=opts).run()
     except CaptureError as exc:
         raise UsageError(str(exc)) from exc
     if result.status != "ok":
