@@ -255,9 +255,11 @@ def eager_launches(graph_text: str) -> list[Launch]:
 
 
 def compiled_launches(kernels: list[Kernel]) -> list[Launch]:
-    """One launch per launch of each kernel, with the buffers of its (first) recorded call."""
-    out: list[Launch] = []
-    for k in kernels:
+    """One launch per launch of each kernel, in launch order (a kernel launched once per layer is
+    launched between the other layers' kernels, as its per-launch indices say), with the buffers of
+    its (first) recorded call."""
+    order: list[tuple[int, int, Launch]] = []
+    for n, k in enumerate(kernels):
         transfers: list[Transfer] = []
         for b in k.buffers:
             roles = ("read", "write") if b.role == "readwrite" else (b.role,)
@@ -265,10 +267,15 @@ def compiled_launches(kernels: list[Kernel]) -> list[Launch]:
                 part = role == "read" and b.read_bytes is not None
                 transfers.append(Transfer(b.name, role, b.dtype, list(b.shape), b.read_bytes if part else b.bytes,
                                           bound=part and b.read_bound, how=b.read_how if part else ""))
-        for _ in range(max(1, k.launches)):
-            out.append(Launch(name=k.name, op=k.kind, transfers=list(transfers), kernel_id=k.id,
-                              flops=matmul_flops(k)))
-    return out
+        count = max(1, k.launches)
+        indices = [li.index for li in k.launch_info]
+        if len(indices) != count:  # older bundles: the launches one after another at the first one
+            indices = [k.launch_index] * count
+        for i, index in enumerate(indices):
+            order.append((index, n * 10000 + i, Launch(name=k.name, op=k.kind, transfers=list(transfers),
+                                                         kernel_id=k.id, flops=matmul_flops(k))))
+    order.sort(key=lambda x: (x[0], x[1]))
+    return [launch for _, _, launch in order]
 
 
 def matmul_flops(k: Kernel) -> int | None:
