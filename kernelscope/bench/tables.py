@@ -229,12 +229,9 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         if r.get("measured_as") and r["measured_as"] != [r["name"]]:
             out.append(f"    measured as: {', '.join(_short(n, 60) for n in r['measured_as'])}")
     out += flag_lines(flags)
-    out.append("")
-    out += sum_check_lines(rec)
-    out.append("")
-    out += where_lines(rec)
-    out.append("")
-    out += explained_lines(rec)
+    for section in (sum_check_lines(rec), where_lines(rec), explained_lines(rec)):
+        if section:
+            out += ["", *section]
     c = rec.get("correctness") or {}
     if c:
         out.append("")
