@@ -43,6 +43,7 @@ def summary_dict(b: Bundle) -> dict[str, Any]:
         g = _graph_of(b, k)
         if g is not None and is_symbolic(k) and g.calls:
             kd["bytes_per_call"] = bytes_per_call(k, g)
+        kd["bytes_read_bound"] = k.bytes_bound
     data["bundle"] = b.root
     return data
 
@@ -271,7 +272,7 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
             launches = f" x{k.launches}" if k.launches > 1 else ""
             calls = per_call_lines(k, g, prefix="        ")
             moved = ("symbolic sizes, bytes per call below" if calls and k.bytes_read is None else
-                     f"read {fmt_bytes(k.bytes_read)}, write {fmt_bytes(k.bytes_written)}")
+                     f"read {'<= ' if k.bytes_bound else ''}{fmt_bytes(k.bytes_read)}, write {fmt_bytes(k.bytes_written)}")
             out.append(f"    {k.name}{launches}  ({k.kind}; {moved})")
             out += calls
             if k.fx_nodes:

@@ -220,3 +220,23 @@ def test_bench_of_a_read_only_bundle_says_so_and_goes_on(cpu_add_relu, tmp_path)
     assert "cpp_fused_add_relu_0" in proc.stdout
     assert f"not saved: {bundle} is read-only" in proc.stderr and "Traceback" not in proc.stderr
     assert _tree(bundle) == before
+
+
+def test_cpu_bench_times_every_launch_sums_them_and_says_where_the_time_goes(cpu_bench):
+    bundle, out, _ = cpu_bench
+    run = read_bundle(bundle).extra["bench"]["run"]
+    check = run["sum_check"]
+    assert check["untimed"] == 0 and check["launches"] == 1
+    assert abs(check["launches_us"] - check["total_us"]) <= 0.01 * check["total_us"] and check["ok"]
+    line = next(line for line in out.splitlines() if line.startswith("sum check"))
+    assert line.startswith("sum check OK") and "1 of 1 launches timed" in line
+    where = out.split("Where the time goes", 1)[1].splitlines()
+    row = next(r for r in where if "cpp_fused_add_relu_0" in r)
+    assert "100.0%" in row  # the one kernel is the whole call's device time
+    (top,) = run["where_time_goes"]
+    assert top["launches"] == 1 and top["gbps"] > 0
+    # counts side by side, the difference named
+    explained = out.split("Kernel counts per call", 1)[1].splitlines()
+    eager = next(r for r in explained if r.strip().startswith("eager"))
+    assert eager.split()[1:3] == ["2", "2"] and "they agree" in eager
+    assert run["counts_explained"]["compiled"]["computed"] == 1

@@ -71,6 +71,15 @@ def _sizes(text: str | None) -> list[int] | None:
     return sizes
 
 
+def _grad_mode(args: argparse.Namespace) -> str | None:
+    """--no-grad / --inference-mode given on the command line, else None (the bundle's recorded mode)."""
+    if getattr(args, "inference_mode", None):
+        return "inference_mode"
+    if getattr(args, "no_grad", None):
+        return "no_grad"
+    return None
+
+
 def eval_size(text: str) -> int:
     text = text.strip()
     if "**" in text:
@@ -98,7 +107,8 @@ def _bundle_for(args: argparse.Namespace) -> Path:
     if not args.quiet:
         print(f"  capture   {target.spec} -> {out}", file=sys.stderr, flush=True)
     try:
-        result = Capture(target, out, args=specs, args_text=args.args_spec or "", options=opts).run()
+        args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
+        result = Capture(target, out, args=specs, args_text=args_text, options=opts).run()
     except CaptureError as exc:
         raise UsageError(str(exc)) from exc
     if result.status != "ok":
@@ -132,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
     bundle_path = _bundle_for(args)
     settings = BenchSettings(device=args.device, sweep=args.sweep, sizes=_sizes(args.sizes), kernel=args.kernel,
                              changes=changes, remeasure=args.remeasure, timeout=args.timeout,
-                             save=not args.no_save)
+                             save=not args.no_save, grad_mode=_grad_mode(args),
+                             eval=True if getattr(args, "eval_mode", None) else None)
     for name, attr in (("reps", "reps"), ("warmup", "warmup"), ("budget", "budget_s"),
                        ("profile_calls", "profile_calls")):
         if getattr(args, name) is not None:

@@ -70,6 +70,8 @@ class Transfer:
     dtype: str
     shape: list[Any]
     bytes: int | None
+    bound: bool = False  # bytes is an upper bound (a gather's rows)
+    how: str = ""  # "gather", "slice": read only part of the buffer
 
 
 @dataclass
@@ -97,6 +99,10 @@ class Launch:
     @property
     def bytes_written(self) -> int | None:
         return _sum([t.bytes for t in self.transfers if t.role == "write"])
+
+    @property
+    def bytes_bound(self) -> bool:
+        return any(t.bound for t in self.transfers)
 
 
 @dataclass
@@ -137,6 +143,7 @@ class SideCount:
 
     def summary(self) -> dict[str, Any]:
         return {"kernels": self.kernels, "transfers": self.transfers, "bytes_read": self.bytes_read,
+                "bytes_bound": any(launch.bytes_bound for launch in self.launches),
                 "bytes_written": self.bytes_written,
                 "sources": sorted({f"{g.graph}: {g.source}" for g in self.graphs})}
 
@@ -248,18 +255,27 @@ def eager_launches(graph_text: str) -> list[Launch]:
 
 
 def compiled_launches(kernels: list[Kernel]) -> list[Launch]:
-    """One launch per launch of each kernel, with the buffers of its (first) recorded call."""
-    out: list[Launch] = []
-    for k in kernels:
+    """One launch per launch of each kernel, in launch order (a kernel launched once per layer is
+    launched between the other layers' kernels, as its per-launch indices say), with the buffers of
+    its (first) recorded call."""
+    order: list[tuple[int, int, Launch]] = []
+    for n, k in enumerate(kernels):
         transfers: list[Transfer] = []
         for b in k.buffers:
             roles = ("read", "write") if b.role == "readwrite" else (b.role,)
             for role in roles:
-                transfers.append(Transfer(b.name, role, b.dtype, list(b.shape), b.bytes))
-        for _ in range(max(1, k.launches)):
-            out.append(Launch(name=k.name, op=k.kind, transfers=list(transfers), kernel_id=k.id,
-                              flops=matmul_flops(k)))
-    return out
+                part = role == "read" and b.read_bytes is not None
+                transfers.append(Transfer(b.name, role, b.dtype, list(b.shape), b.read_bytes if part else b.bytes,
+                                          bound=part and b.read_bound, how=b.read_how if part else ""))
+        count = max(1, k.launches)
+        indices = [li.index for li in k.launch_info]
+        if len(indices) != count:  # older bundles: the launches one after another at the first one
+            indices = [k.launch_index] * count
+        for i, index in enumerate(indices):
+            order.append((index, n * 10000 + i, Launch(name=k.name, op=k.kind, transfers=list(transfers),
+                                                         kernel_id=k.id, flops=matmul_flops(k))))
+    order.sort(key=lambda x: (x[0], x[1]))
+    return [launch for _, _, launch in order]
 
 
 def matmul_flops(k: Kernel) -> int | None:
@@ -311,8 +327,9 @@ def count_bundle(bundle: Bundle) -> tuple[SideCount, SideCount]:
 def launch_dict(launch: Launch) -> dict[str, Any]:
     return {"name": launch.name, "op": launch.op, "kernel_id": launch.kernel_id, "reads": launch.reads,
             "writes": launch.writes, "bytes_read": launch.bytes_read, "bytes_written": launch.bytes_written,
-            "flops": launch.flops,
-            "transfers": [[t.role, t.name, t.dtype, t.shape, t.bytes] for t in launch.transfers]}
+            "flops": launch.flops, "bytes_bound": launch.bytes_bound,
+            "transfers": [[t.role, t.name, t.dtype, t.shape, t.bytes] + ([t.how] if t.how else [])
+                          for t in launch.transfers]}
 
 
 def counts_dict(bundle: Bundle) -> dict[str, Any]:

@@ -272,9 +272,10 @@ def tensors_of(value: Any) -> list[torch.Tensor]:
 class Step:
     """One call of the function as the capture ran it: forward, and backward when asked."""
 
-    def __init__(self, fn, backward: bool):
+    def __init__(self, fn, backward: bool, options: dict | None = None):
         self.fn = fn
         self.backward = backward
+        self.options = options or {}
         self._ones: dict[tuple, torch.Tensor] = {}
         self.params = [p for p in fn.parameters() if p.requires_grad] if isinstance(fn, torch.nn.Module) else []
 
@@ -283,7 +284,8 @@ class Step:
 
     def __call__(self, inputs: tuple):
         if not self.backward:
-            return self.fn(*inputs)
+            with session.grad_context(self.options):
+                return self.fn(*inputs)
         for t in self.leaves(inputs):
             t.grad = None  # no accumulation kernels: every call is the same first backward
         out = self.fn(*inputs)
@@ -298,6 +300,17 @@ class Step:
             grads.append(self._ones[key])
         torch.autograd.backward(outs, grad_tensors=grads)
         return out
+
+
+def apply_train_state(module, fn, options: dict) -> None:
+    """module.eval() on the modules the target is or holds, when the bench runs in eval (as captured)."""
+    if not options.get("eval"):
+        return
+    held = session.modules_of(fn, module)
+    if not held:
+        raise BenchFailure("args", "--eval: the target is not an nn.Module and holds none; drop --eval")
+    for m in held:
+        m.eval()
 
 
 def compile_fn(fn, options: dict):
@@ -532,9 +545,10 @@ def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: d
     return {name: gate.samples(name, reps) for name in steps}
 
 
-def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple[str, float]]:
-    """(kernel name, µs) in launch order over ``calls`` calls: device kernels on a GPU, top-level ATen
-    ops and Inductor's C++ kernels on a CPU."""
+def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple[str, float, Any]]:
+    """(kernel name, µs, group) in launch order over ``calls`` calls: device kernels on a GPU, top-level
+    ATen ops and Inductor's C++ kernels on a CPU. ``group`` names the top-level op that launched the
+    kernel (see launch_group), so the kernels one extern call runs are timed as that one launch."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
@@ -542,16 +556,23 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple
         for i in range(calls):
             step(sets[i % len(sets)])
             sync(device)
-    rows: list[tuple[float, str, float]] = []
-    for e in prof.events():
+    rows: list[tuple[float, str, float, Any]] = []
+    events = prof.events()
+    ops = {}
+    if device == "cuda":
+        for e in events:
+            if e.device_type == torch.autograd.DeviceType.CPU and not e.is_async and e.id not in ops:
+                ops[e.id] = e
+    for e in events:
         if device == "cuda":
             if e.device_type != torch.autograd.DeviceType.CUDA:
                 continue
-            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us()))
+            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(),
+                         launch_group(ops.get(getattr(e, "linked_correlation_id", 0) or 0))))
             continue
         m = _CPP_EVENT.match(e.name)
         if m:
-            rows.append((e.time_range.start, m.group(1), e.time_range.elapsed_us()))
+            rows.append((e.time_range.start, m.group(1), e.time_range.elapsed_us(), e.id))
             continue
         if not e.name.startswith("aten::") or e.name[6:] in ALLOC_OR_VIEW:
             continue
@@ -559,9 +580,20 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple
         while parent is not None and not parent.name.startswith("aten::"):
             parent = parent.cpu_parent
         if parent is None:
-            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us()))
+            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(), e.id))
     rows.sort(key=lambda r: r[0])
-    return [(name, us) for _, name, us in rows]
+    return [(name, us, group) for _, name, us, group in rows]
+
+
+def launch_group(op) -> Any:
+    """The top-level op that launched a device kernel: the CPU op the profiler linked it to (its
+    correlation id), walked up to the outermost ATen op (aten::linear over aten::addmm); a Triton
+    kernel's own record function stays itself. None when the profiler linked it to nothing."""
+    if op is None:
+        return None
+    while op.cpu_parent is not None and op.cpu_parent.name.startswith("aten::"):
+        op = op.cpu_parent
+    return op.id
 
 
 # ---------------------------------------------------------------- correctness
@@ -631,9 +663,11 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     device, settings, options = request["device"], request["settings"], request["options"]
     backward = bool(options.get("backward"))
     inputs = make_inputs(request, module, device)
-    eager = Step(fn, backward)
-    compiled = Step(compile_fn(fn, options), backward)
-    result: dict[str, Any] = {"inputs": [session.describe(v) for v in inputs]}
+    apply_train_state(module, fn, options)
+    eager = Step(fn, backward, options)
+    compiled = Step(compile_fn(fn, options), backward, options)
+    result: dict[str, Any] = {"inputs": [session.describe(v) for v in inputs],
+                              "grad_mode": options.get("grad_mode"), "eval": bool(options.get("eval"))}
     events.emit("compile", "torch.compile: first call")
     t = time.perf_counter()
     call_guarded(compiled, inputs, request)
@@ -666,7 +700,7 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
         result[name] = {"e2e": {**analysis.run_stats(samples), "host": gate.report(name, int(settings["reps"]))},
                         "loop": {**analysis.run_stats(looped[name]), "host": loop_gate.report(name, 7)},
                         "profile_calls": int(settings["profile_calls"]),
-                        "sequence": [[n, round(us, 3)] for n, us in sequence]}
+                        "sequence": [[n, round(us, 3), g] for n, us, g in sequence]}
     return result
 
 
@@ -692,6 +726,7 @@ def sweep_section(request: dict, module, fn, events) -> dict[str, Any]:
     device, settings, options = request["device"], request["settings"], request["options"]
     backward = bool(options.get("backward"))
     base = make_inputs(request, module, device)
+    apply_train_state(module, fn, options)
     _, lead = scaled_specs(base, 1)
     sizes = request.get("sizes") or sorted({max(1, lead >> s) for s in (14, 12, 10, 8, 6, 4, 2, 0)})
     rows = []
@@ -707,14 +742,14 @@ def sweep_section(request: dict, module, fn, events) -> dict[str, Any]:
             row["inputs"] = [session.describe(v) for v in inputs]
             events.emit("sweep", f"size {n}: compiling")
             torch._dynamo.reset()  # each size compiled as a user with that size would get it
-            compiled = Step(compile_fn(fn, options), backward)
+            compiled = Step(compile_fn(fn, options), backward, options)
             t = time.perf_counter()
             call_guarded(compiled, inputs, request)
             row["compile_s"] = round(time.perf_counter() - t, 3)
             sets, _ = rotation_sets(sub, module, device, inputs, request["facts"].get("l2_bytes"))
             events.emit("sweep", f"size {n}: timing eager and compiled")
             gate = HostGate(host_reference(request))
-            timed = time_calls_pair({"eager": Step(fn, backward), "compiled": compiled}, sets, device, sweep_settings,
+            timed = time_calls_pair({"eager": Step(fn, backward, options), "compiled": compiled}, sets, device, sweep_settings,
                                     gate)
             store_host_reference(request, gate.reference_us())
             for name in ("eager", "compiled"):

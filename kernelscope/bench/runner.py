@@ -19,6 +19,9 @@ from typing import Any
 
 from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
+from kernelscope.bench.explain import explain_counts, rate_flag
+from kernelscope.bench.launches import event_rows, sum_check, where_time_goes
+from kernelscope.bench.launches import match as match_launches
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture.runner import ChildJob, make_work_dir
@@ -44,6 +47,8 @@ class BenchSettings:
     remeasure: bool = False
     timeout: float | None = None
     save: bool = True  # store the record in the bundle (when the bundle can be written)
+    grad_mode: str | None = None  # "grad", "no_grad", "inference_mode"; None: as the bundle was captured
+    eval: bool | None = None  # module.eval() first; None: as the bundle was captured
 
     def sections(self) -> list[str]:
         if self.kernel:
@@ -119,6 +124,22 @@ def _kernel_request(bundle: Bundle, key: str, changes: dict[str, int]) -> dict[s
                          "bytes": b.bytes} for b in k.buffers], "changes": changes}
 
 
+def run_options(bundle: Bundle, s: BenchSettings) -> dict[str, Any]:
+    """The compile options and the grad mode / train state the bench calls the function in: the
+    bundle's recorded ones (the bench recompiles its target), unless the settings say otherwise."""
+    opts = {k: bundle.options.get(k) for k in ("mode", "dynamic", "fullgraph", "backward")}
+    rec = bundle.options
+    grad = s.grad_mode or rec.get("grad_mode") or ("inference_mode" if rec.get("inference_mode") else
+                                                   "no_grad" if rec.get("no_grad") else "grad")
+    if opts.get("backward") and grad != "grad":
+        raise BenchError(f"this bundle was captured with --backward: it cannot be benched under {grad}")
+    opts["grad_mode"] = grad
+    opts["no_grad"] = grad == "no_grad"
+    opts["inference_mode"] = grad == "inference_mode"
+    opts["eval"] = bool(s.eval if s.eval is not None else (rec.get("train") == "eval" or rec.get("eval")))
+    return opts
+
+
 def matmul_dtypes(bundle: Bundle) -> list[str]:
     _, compiled = count_bundle(bundle)
     dtypes = []
@@ -144,8 +165,7 @@ class Bench(ChildJob):
         device = s.device or bundle_device(bundle)
         req: dict[str, Any] = {
             "work": str(work), "result": str(work / "result.json"), "event_fd": event_fd, "t_spawn": time.time(),
-            "device": device, "sections": s.sections(), "options": {
-                k: bundle.options.get(k) for k in ("mode", "dynamic", "fullgraph", "backward")},
+            "device": device, "sections": s.sections(), "options": run_options(bundle, s),
             "settings": {"warmup": s.warmup, "reps": s.reps, "budget_s": s.budget_s, "profile_calls": s.profile_calls,
                          "sweep_reps": s.sweep_reps, "sweep_budget_s": s.sweep_budget_s,
                          "kernel_rep_ms": s.kernel_rep_ms},
@@ -241,7 +261,7 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     for side in ("eager", "compiled"):
         data = run[side]
         calls = data["profile_calls"]
-        seq = [(n, us) for n, us in data["sequence"]]
+        seq = [(r[0], r[1]) for r in data["sequence"]]
         kernels = analysis.per_call_kernels(seq, calls)
         kernel_us = round(sum(k["us_per_call"] for k in kernels), 3)
         e2e = data["e2e"]
@@ -254,39 +274,24 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
         rec[side] = {"e2e": e2e, "loop": data.get("loop") or {}, "kernels": kernels,
                      "launches_per_call": round(len(seq) / calls, 3), "kernel_us": kernel_us,
                      "outside_us": outside, "profile_calls": calls}
-    # Per compiled launch: measured time, bytes from the bundle, rate against the ceilings.
+    # Per compiled launch: the device kernels its op ran (every launch, repeated ones too), bytes from
+    # the bundle, rate against the ceilings.
     copy_gbps = (ceil.get("copy") or {}).get("gbps")
-    seq = [(n, us) for n, us in run["compiled"]["sequence"]]
-    calls = run["compiled"]["profile_calls"]
-    chunks = analysis.split_calls(seq, calls)
-    per_launch = []
     launches = compiled_count.launches
-    matched: list[list[float]] = [[] for _ in launches]
-    matched_names: list[list[str]] = [[] for _ in launches]
-    if chunks:
-        for chunk in chunks:
-            for i, idx in enumerate(analysis.attribute(launches, chunk, named)):
-                if idx:
-                    matched[i].append(sum(chunk[x][1] for x in idx))
-                    if not matched_names[i]:
-                        matched_names[i] = [chunk[x][0] for x in idx]
-    else:
-        rec["notes"].append("the compiled calls did not launch the same kernels every time; per-kernel times are "
-                            "matched by name only")
-        by_name = {k["name"]: k["us_per_launch"] for k in rec["compiled"]["kernels"]}
-        for i, launch in enumerate(launches):
-            if launch.name in by_name:
-                matched[i] = [by_name[launch.name]]
-                matched_names[i] = [launch.name]
-    for i, launch in enumerate(launches):
-        us = sorted(matched[i])[len(matched[i]) // 2] if matched[i] else None
+    matched = match_launches([x.name for x in launches], named, event_rows(run["compiled"]["sequence"]),
+                             run["compiled"]["profile_calls"])
+    per_launch = []
+    for launch, m in zip(launches, matched["per_launch"]):
+        us = m["us"]
         moved = (launch.bytes_read or 0) + (launch.bytes_written or 0) if launch.bytes_read is not None \
             and launch.bytes_written is not None else None
         gbps = analysis.rate(moved, us)
-        row = {"kernel_id": launch.kernel_id, "name": launch.name, "kind": launch.op, "measured_as": matched_names[i],
+        pct = analysis.percent(gbps, copy_gbps)
+        row = {"kernel_id": launch.kernel_id, "name": launch.name, "kind": launch.op, "measured_as": m["kernels"],
                "us": round(us, 3) if us is not None else None, "bytes_read": launch.bytes_read,
-               "bytes_written": launch.bytes_written, "gbps": _sig(gbps),
-               "pct_copy": _round(analysis.percent(gbps, copy_gbps)), "flops": launch.flops}
+               "bytes_written": launch.bytes_written, "moved": moved, "moved_bound": launch.bytes_bound,
+               "gbps": _sig(gbps), "pct_copy": _round(pct), "flops": launch.flops,
+               "flag": rate_flag(pct, launch.bytes_bound)}
         if launch.flops and us:
             tflops = launch.flops / (us * 1e-6) / 1e12
             dtype = next((t.dtype for t in launch.transfers if t.role == "write"), "")
@@ -295,6 +300,20 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
             row.update(tflops=round(tflops, 3), pct_matmul=_round(analysis.percent(tflops, (top or {}).get("tflops"))),
                        matmul_ceiling=(top or {}).get("tflops"))
         per_launch.append(row)
+    total = matched["total_us"]
+    rec["sum_check"] = sum_check([r["us"] for r in per_launch], total)
+    rec["unclaimed"] = [{**u, "us": round(u["us"], 3)} for u in matched["unclaimed"]]
+    rec["where_time_goes"] = where_time_goes(per_launch, total, matched["unclaimed"])
+    for row in rec["where_time_goes"]:
+        row["pct_copy"] = _round(analysis.percent(row.get("gbps"), copy_gbps))
+        row["flag"] = rate_flag(row["pct_copy"], row.get("bytes_bound"))
+    rec["counts_explained"] = explain_counts(rec["counts"], rec, matched["unclaimed"], bundle)
+    ran = {"grad_mode": run.get("grad_mode"), "train": "eval" if run.get("eval") else "train"}
+    rec["run_state"] = ran
+    recorded = bundle.options.get("grad_mode")
+    if recorded and ran["grad_mode"] and recorded != ran["grad_mode"]:
+        rec["notes"].append(f"the bundle was captured under {recorded}, the bench ran under {ran['grad_mode']}: "
+                            "its compile may differ from the bundle's kernels (capture again with the same flags)")
     rec["per_kernel"] = per_launch
     rec["timer"] = ("CUDA events around each call, device idle at the start (guards, launches and Python count)"
                     if device == "cuda" else "wall clock (time.perf_counter_ns) around each call")

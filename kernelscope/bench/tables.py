@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelscope.bench.analysis import bar, fmt_us
+from kernelscope.bench.explain import FLAG_NOTES
 from kernelscope.units import fmt_bytes
 
 
@@ -21,15 +22,84 @@ def counts_lines(counts: dict[str, Any]) -> list[str]:
     out = ["Computed from the graphs (one call)",
            f"  {'':<10}{'kernels':>8}{'transfers':>11}{'read':>11}{'written':>11}"]
     for label, d in (("eager", e), ("compiled", c)):
-        out.append(f"  {label:<10}{d['kernels']:>8}{d['transfers']:>11}{fmt_bytes(d['bytes_read']):>11}"
+        out.append(f"  {label:<10}{d['kernels']:>8}{d['transfers']:>11}{_bytes(d['bytes_read'], d.get('bytes_bound')):>11}"
                    f"{fmt_bytes(d['bytes_written']):>11}")
     out.append("  eager: " + "; ".join(e["sources"]) + "  (one op = one launch, reads its tensor inputs, writes its "
                "outputs; views are free)")
-    out.append("  compiled: each kernel's buffer list from the output code")
+    out.append("  compiled: each kernel's buffer list from the output code; read = what its loads reach (a "
+               "gather's rows, a slice's extent), <= an upper bound")
     for side in (e, c):
         for g in side["graphs"]:
             for note in g.get("notes", []):
                 out.append(f"  note: {note}")
+    return out
+
+
+def _bytes(n: int | None, bound: bool | None = False) -> str:
+    return ("<= " if bound and n is not None else "") + fmt_bytes(n)
+
+
+def _pct(pct: float | None, flag: str = "") -> str:
+    if pct is None:
+        return "-"
+    return f"{pct:.0f}%" + {"bound": "<", "cache": "*"}.get(flag, "")
+
+
+def flag_lines(flags: set[str]) -> list[str]:
+    marks = {"bound": "<", "cache": "*"}
+    return [f"  {marks[f]} {FLAG_NOTES[f]}" for f in ("bound", "cache") if f in flags]
+
+
+def sum_check_lines(rec: dict[str, Any]) -> list[str]:
+    c = rec.get("sum_check")
+    if not c:
+        return []
+    verdict = "OK" if c["ok"] else "MISMATCH"
+    line = (f"sum check {verdict}: per-launch times add up to {fmt_us(c['launches_us'])} per call, the profiler's "
+            f"device total is {fmt_us(c['total_us'])} ({c['diff_pct']:+.1f}%, within 1% is OK); "
+            f"{c['launches'] - c['untimed']} of {c['launches']} launches timed")
+    out = [line]
+    for u in rec.get("unclaimed") or []:
+        out.append(f"  not a launch of the bundle: {u['per_call']:g}x {_short(u['name'], 50)} {fmt_us(u['us'])} per call")
+    return out
+
+
+def where_lines(rec: dict[str, Any], limit: int = 25) -> list[str]:
+    rows = rec.get("where_time_goes")
+    if not rows:
+        return []
+    total = (rec.get("sum_check") or {}).get("total_us")
+    out = [f"Where the time goes (compiled, per call, device total {fmt_us(total)}; per kernel definition, "
+           "slowest first)",
+           f"  {'kernel':<46}{'time':>9}{'share':>7}{'launches':>9}{'moved':>12}{'GB/s':>8}{'%copy':>7}  TFLOP/s"]
+    flags: set[str] = set()
+    for r in rows[:limit]:
+        name = ("(not a launch) " if r.get("unclaimed") else "") + r["name"]
+        share = f"{r['share_pct']:.1f}%" if r.get("share_pct") is not None else "-"
+        gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
+        tf = f"{r['tflops']:.2f}" if r.get("tflops") else ""
+        if r.get("flag"):
+            flags.add(r["flag"])
+        out.append(f"  {_short(name, 45):<46}{fmt_us(r.get('us')):>9}{share:>7}{r['launches']:>9g}"
+                   f"{_bytes(r.get('bytes'), r.get('bytes_bound')):>12}{gbps:>8}{_pct(r.get('pct_copy'), r.get('flag')):>7}"
+                   f"  {tf}")
+    if len(rows) > limit:
+        rest = sum(r.get("us") or 0 for r in rows[limit:])
+        out.append(f"  ... {len(rows) - limit} more definitions, {fmt_us(rest)} together")
+    return out + flag_lines(flags)
+
+
+def explained_lines(rec: dict[str, Any]) -> list[str]:
+    ex = rec.get("counts_explained")
+    if not ex:
+        return []
+    out = ["Kernel counts per call: computed from the graphs vs measured by the profiler",
+           f"  {'':<10}{'computed':>9}{'measured':>10}  why they differ"]
+    for side in ("eager", "compiled"):
+        d = ex[side]
+        reasons = d["reasons"]
+        out.append(f"  {side:<10}{d['computed']:>9}{d['measured']:>10g}  {reasons[0]}")
+        out += [f"  {'':<29}{r}" for r in reasons[1:]]
     return out
 
 
@@ -95,6 +165,10 @@ def host_lines(rec: dict[str, Any]) -> list[str]:
 def run_lines(rec: dict[str, Any]) -> list[str]:
     cpu = (rec.get("device") or {}).get("device") != "cuda"
     out = header_lines(rec)
+    ran = rec.get("run_state") or {}
+    if ran.get("grad_mode"):
+        out.append(f"ran under {ran['grad_mode']}, {ran.get('train') or 'train'} (as --no-grad / --inference-mode / "
+                   "--eval, or the bundle's recorded options, say)")
     measured_on = (rec.get("device") or {}).get("device")
     captured_on = rec.get("captured_on")
     if captured_on and measured_on and captured_on != measured_on:
@@ -135,20 +209,29 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         for k in rec[side]["kernels"]:
             out.append(f"  {k['per_call']:>4g}x {fmt_us(k['us_per_call']):>9}  {_short(k['name'], 66)}")
     out.append("")
-    out.append("compiled kernels: bytes from the bundle's buffers, time from the profiler")
-    out.append(f"  {'kernel':<44}{'time':>9}{'read':>10}{'written':>10}{'GB/s':>8}{'%copy':>7}  FLOP/s")
+    out.append("compiled launches: bytes from the bundle's buffers, time from the profiler (the device kernels "
+               "each launch's op ran, mean of the profiled calls)")
+    out.append(f"  {'kernel':<44}{'time':>9}{'read':>11}{'written':>10}{'GB/s':>8}{'%copy':>7}  FLOP/s")
+    flags: set[str] = set()
     for r in rec.get("per_kernel", []):
+        if r.get("flag"):
+            flags.add(r["flag"])
         flops = ""
         if r.get("tflops") is not None:
             flops = f"{r['tflops']:.2f} TF"
             if r.get("pct_matmul") is not None:
                 flops += f" {r['pct_matmul']:.0f}% of mm"
         gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
-        pct = f"{r['pct_copy']:.0f}%" if r.get("pct_copy") is not None else "-"
-        out.append(f"  {_short(r['name'], 43):<44}{fmt_us(r.get('us')):>9}{fmt_bytes(r.get('bytes_read')):>10}"
+        pct = _pct(r.get("pct_copy"), r.get("flag", ""))
+        out.append(f"  {_short(r['name'], 43):<44}{fmt_us(r.get('us')):>9}"
+                   f"{_bytes(r.get('bytes_read'), r.get('moved_bound')):>11}"
                    f"{fmt_bytes(r.get('bytes_written')):>10}{gbps:>8}{pct:>7}  {flops}")
         if r.get("measured_as") and r["measured_as"] != [r["name"]]:
             out.append(f"    measured as: {', '.join(_short(n, 60) for n in r['measured_as'])}")
+    out += flag_lines(flags)
+    for section in (sum_check_lines(rec), where_lines(rec), explained_lines(rec)):
+        if section:
+            out += ["", *section]
     c = rec.get("correctness") or {}
     if c:
         out.append("")

@@ -84,6 +84,10 @@ class BufferUse:
     stride: list[Any] = field(default_factory=list)
     dtype: str = ""  # torch dtype name without "torch.": float32, bfloat16 ...
     bytes: int | None = None  # numel * itemsize when the shape is static, else None
+    # What the kernel reads of it, from its loads (a gather's rows, a slice's extent); None: all of it.
+    read_bytes: int | None = None
+    read_bound: bool = False  # read_bytes is an upper bound (a gather may repeat rows)
+    read_how: str = ""  # "gather", "slice"
 
 
 @dataclass
@@ -127,20 +131,28 @@ class Kernel:
 
     @property
     def bytes_read(self) -> int | None:
-        return _sum_bytes(self.buffers, ("read", "readwrite"))
+        """Bytes read per launch: what its loads reach of each buffer (a gather's rows, a slice's
+        extent), else the whole buffer."""
+        return _sum_bytes(self.buffers, ("read", "readwrite"), reading=True)
 
     @property
     def bytes_written(self) -> int | None:
         return _sum_bytes(self.buffers, ("write", "readwrite"))
 
+    @property
+    def bytes_bound(self) -> bool:
+        """bytes_read is an upper bound (a gather reads at most its index count of rows)."""
+        return any(b.read_bound for b in self.buffers if b.role in ("read", "readwrite"))
 
-def _sum_bytes(buffers: list[BufferUse], roles: tuple[str, ...]) -> int | None:
+
+def _sum_bytes(buffers: list[BufferUse], roles: tuple[str, ...], reading: bool = False) -> int | None:
     total = 0
     for b in buffers:
         if b.role in roles:
-            if b.bytes is None:
+            size = b.read_bytes if reading and b.read_bytes is not None else b.bytes
+            if size is None:
                 return None
-            total += b.bytes
+            total += size
     return total
 
 

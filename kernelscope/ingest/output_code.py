@@ -24,6 +24,7 @@ from kernelscope.bundle.model import (
     KIND_TEMPLATE,
     BufferUse,
 )
+from kernelscope.ingest import bytes_model
 
 DTYPE_BYTES = {
     "float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2,
@@ -100,6 +101,7 @@ class OutputCode:
     defs: dict[str, KernelDef] = field(default_factory=dict)
     launches: list[Launch] = field(default_factory=list)
     buffers: dict[str, tuple[list[Any], list[Any], str]] = field(default_factory=dict)  # name -> shape, stride, dtype
+    items: dict[str, list[str]] = field(default_factory=dict)  # an extern op's tuple result -> the buffers taken from it
 
 
 def _dotted(node: ast.AST) -> str:
@@ -272,7 +274,24 @@ def parse_output_code(text: str, placeholders: dict[str, tuple[list[Any], list[A
                     call_fn = item
     if call_fn is not None:
         _visit_body(call_fn.body, code, lines, partitions)
+    _size_tuple_outputs(code)
     return code
+
+
+def _size_tuple_outputs(code: OutputCode) -> None:
+    """An extern op that returns a tuple (attention: out, logsumexp ...) writes the items the code
+    takes from it (``buf4 = buf3[0]``), sized by their assert_size_stride."""
+    for launch in code.launches:
+        if launch.lang != "extern":
+            continue
+        new: list[BufferUse] = []
+        for use in launch.buffers:
+            items = code.items.get(use.name) if use.role == "write" and use.bytes is None else None
+            if items:
+                new += [_use(item, "write", None, code) for item in items if item in code.buffers]
+            else:
+                new.append(use)
+        launch.buffers = new
 
 
 def _partition_index(stmt: ast.stmt) -> int | None:
@@ -323,6 +342,11 @@ def _visit_statement(stmt: ast.stmt, code: OutputCode, lines: list[str]) -> None
             buffers[target] = buffers[value.id]
             return
         if isinstance(value, ast.Subscript):  # buf4 = buf3[0]: one output of a multi-output extern op
+            if isinstance(value.value, ast.Name):
+                code.items.setdefault(value.value.id, []).append(target)
+                producer = next((launch for launch in reversed(code.launches) if value.value.id in launch.out), None)
+                first = next((u for u in (producer.buffers if producer else []) if u.role == "read" and u.dtype), None)
+                buffers[target] = ([], [], first.dtype if first else "")  # sized by the assert that follows
             return
         if isinstance(value, ast.Call):
             func = _dotted(value.func)
@@ -380,8 +404,10 @@ def _use(name: str, role: str, view, code: OutputCode) -> BufferUse:
     shape, stride, dtype = code.buffers.get(name, ([], [], ""))
     if view:
         shape, stride = view
+    # a stride-0 dimension (expand) is the same elements again: counted once
+    distinct = [d for i, d in enumerate(shape) if not (i < len(stride) and stride[i] == 0)]
     return BufferUse(name=name, role=role, shape=list(shape), stride=list(stride), dtype=dtype,
-                     bytes=buffer_bytes(list(shape), dtype) if shape or dtype else None)
+                     bytes=buffer_bytes(distinct, dtype) if shape or dtype else None)
 
 
 def _launch_buffers(launch: Launch, code: OutputCode) -> list[BufferUse]:
@@ -403,8 +429,30 @@ def _launch_buffers(launch: Launch, code: OutputCode) -> list[BufferUse]:
         by_name = dict(zip(positional, launch.args))
     else:
         by_name = dict(zip([n for n, _ in kdef.signature], launch.args))
+    by_ptr: dict[str, BufferUse] = {}
     for arg_name, arg_type in pointer_args:
         desc = by_name.get(arg_name)
         if desc and desc[0] == "buf":
-            uses.append(_use(desc[1], _role(arg_name, arg_type, kdef.lang), desc[2], code))
+            use = _use(desc[1], _role(arg_name, arg_type, kdef.lang), desc[2], code)
+            uses.append(use)
+            by_ptr[arg_name] = use
+    _honest_reads(kdef, by_name, by_ptr)
     return uses
+
+
+def _honest_reads(kdef: KernelDef, by_name: dict[str, tuple], by_ptr: dict[str, BufferUse]) -> None:
+    """Set read_bytes on the buffers the kernel reads only part of (a gather's rows, a slice)."""
+    numels = {n: d[1] for n, d in by_name.items() if n.endswith("numel") and d[0] == "lit" and isinstance(d[1], int)}
+    index_elements = {p: u.bytes // DTYPE_BYTES[u.dtype] for p, u in by_ptr.items()
+                      if u.bytes is not None and u.dtype in DTYPE_BYTES}
+    try:
+        accesses = bytes_model.reads(kdef.source, kdef.lang, numels, index_elements)
+    except (ValueError, RecursionError):
+        return
+    for ptr, access in accesses.items():
+        use = by_ptr.get(ptr)
+        if use is None or use.bytes is None or use.dtype not in DTYPE_BYTES:
+            continue
+        read = access.elements * DTYPE_BYTES[use.dtype]
+        if read < use.bytes:
+            use.read_bytes, use.read_bound, use.read_how = read, access.bound, access.how

@@ -42,6 +42,7 @@ class BenchFacts:
     eager: SideFacts = field(default_factory=SideFacts)
     compiled: SideFacts = field(default_factory=SideFacts)
     per_kernel: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernel id or name -> facts
+    run: dict[str, Any] = field(default_factory=dict)  # a `kernelscope bench` record: where the time goes ...
 
     def kernel_time_ms(self, k: Kernel) -> float | None:
         """Device time per call of one bundle kernel, when it was measured."""
@@ -111,6 +112,8 @@ def read_bench(bundle: Bundle) -> BenchFacts | None:
     data = bundle.extra.get("bench") if isinstance(bundle.extra, dict) else None
     if not isinstance(data, dict) or not data:
         return None
+    if isinstance(data.get("run"), dict):
+        return _from_run(data["run"])
     facts = BenchFacts(device=str(data.get("device", "") or ""), method=str(data.get("method", "") or ""))
     facts.eager = _side(data, "eager")
     facts.compiled = _side(data, "compiled")
@@ -123,4 +126,30 @@ def read_bench(bundle: Bundle) -> BenchFacts | None:
                 for key in ("id", "name"):
                     if row.get(key):
                         facts.per_kernel[str(row[key])] = row
+    return facts
+
+
+def _from_run(run: dict[str, Any]) -> BenchFacts:
+    """The record `kernelscope bench` stores (``extra["bench"]["run"]``)."""
+    dev = run.get("device") or {}
+    facts = BenchFacts(device=str(dev.get("device_name") or dev.get("cpu_model") or ""),
+                       method=str(run.get("kernel_source") or ""), run=run)
+    for name in ("eager", "compiled"):
+        side = run.get(name) or {}
+        s = SideFacts()
+        s.ms = _num((side.get("e2e") or {}).get("median_us"))
+        s.ms = s.ms * 1e-3 if s.ms is not None else None
+        s.kernels = _kernel_rows([[k["name"], k.get("per_call", 1), k.get("us_per_call")] for k in side.get("kernels", [])])
+        launches = _num(side.get("launches_per_call"))
+        s.launches = int(round(launches)) if launches is not None else None
+        setattr(facts, name, s)
+    for row in run.get("per_kernel") or []:
+        key = row.get("kernel_id") or row.get("name")
+        if not key:
+            continue
+        prev = facts.per_kernel.setdefault(key, {"time_us": 0.0})
+        if row.get("us") is None or prev.get("time_us") is None:
+            prev["time_us"] = None
+        else:
+            prev["time_us"] += row["us"]
     return facts

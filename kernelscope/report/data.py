@@ -59,6 +59,7 @@ def kernel_data(k: Kernel, bench: BenchFacts | None) -> dict[str, Any]:
         "user_lines": [{"where": where(u.file, u.line), "file": u.file, "line": u.line, "code": u.code}
                        for u in k.user_lines],
         "bytes_read": k.bytes_read,
+        "bytes_bound": k.bytes_bound,
         "bytes_written": k.bytes_written,
         "call": k.call_text,
         "source": k.source,
@@ -82,6 +83,10 @@ def _bench_data(bench: BenchFacts) -> dict[str, Any]:
             "compiled": side(bench.compiled)}
     if bench.eager.ms and bench.compiled.ms:
         data["speedup"] = bench.eager.ms / bench.compiled.ms
+    if bench.run:
+        data["where_time_goes"] = bench.run.get("where_time_goes") or []
+        data["sum_check"] = bench.run.get("sum_check")
+        data["counts_explained"] = bench.run.get("counts_explained")
     return data
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from kernelscope.bundle.io import clip_text, read_text
 from kernelscope.bundle.model import Bundle
 from kernelscope.report.data import fmt_ms, summary_facts
-from kernelscope.report.markdown import bench_rows
+from kernelscope.report.markdown import bench_rows, bench_run_lines
 from kernelscope.units import fmt_bytes, plural
 
 CSS = """
@@ -92,6 +92,9 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         if bench.get("speedup"):
             out.append(f"<p>Compiled is <strong>{bench['speedup']:.2f}x</strong> eager end to end"
                        + (f" (measured with {escape(bench['method'])})" if bench["method"] else "") + ".</p>")
+        run_text = [line for line in bench_run_lines(bench) if not line.startswith(("###", "```"))]
+        if run_text:
+            out.append("<h3>Where the time goes</h3><pre>" + escape("\n".join(run_text).strip()) + "</pre>")
 
     out.append("<h2 id=\"kernels\">Kernels</h2>")
     timed = bench is not None and any(k.get("time_ms") is not None for k in data["kernels"])

@@ -74,6 +74,18 @@ def _dynamic_sections(dyn: dict[str, Any]) -> list[str]:
     return out
 
 
+def bench_run_lines(bench: dict[str, Any]) -> list[str]:
+    """Where the time goes, the per-launch sum check and the counts explained, as `kernelscope bench` prints them."""
+    from kernelscope.bench.tables import explained_lines, sum_check_lines, where_lines
+
+    rec = {"where_time_goes": bench.get("where_time_goes"), "sum_check": bench.get("sum_check"),
+           "counts_explained": bench.get("counts_explained")}
+    text = [*where_lines(rec, limit=40), "", *sum_check_lines(rec), "", *explained_lines(rec)]
+    if not any(line.strip() for line in text):
+        return []
+    return ["### Where the time goes", "", "```text", *text, "```", ""]
+
+
 def render_markdown(data: dict[str, Any]) -> str:
     """The Markdown text of a report (``data`` from report_data)."""
     t = data["target"]
@@ -92,6 +104,7 @@ def render_markdown(data: dict[str, Any]) -> str:
             if bench.get("speedup"):
                 out += [f"Compiled is **{bench['speedup']:.2f}x** eager end to end"
                         + (f" (measured with {cell(bench['method'])})." if bench["method"] else "."), ""]
+        out += bench_run_lines(bench)
 
     out += ["### Kernels", ""]
     if data["kernels"]:
@@ -106,7 +119,7 @@ def render_markdown(data: dict[str, Any]) -> str:
             row = [str(i)] + ([code(k["graph"])] if many_graphs else [])
             row += [name, cell(k["kind"]), _nodes(k["fused_nodes"]),
                     ", ".join(code(u["where"]) for u in k["user_lines"]),
-                    fmt_bytes(k["bytes_read"]), fmt_bytes(k["bytes_written"])]
+                    ("<= " if k.get("bytes_bound") else "") + fmt_bytes(k["bytes_read"]), fmt_bytes(k["bytes_written"])]
             if timed:
                 row.append(fmt_ms(k.get("time_ms")))
             rows.append(row)

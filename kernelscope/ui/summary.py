@@ -86,10 +86,13 @@ def kernel_facts(k: Kernel) -> list[str]:
            f"kind        {k.kind} ({k.lang})", f"graph       {k.graph}"]
     if k.call_text:
         out.append(f"launch      {k.call_text}")
-    out.append(f"moved       read {fmt_bytes(k.bytes_read)}, wrote {fmt_bytes(k.bytes_written)} per launch")
+    out.append(f"moved       read {'<= ' if k.bytes_bound else ''}{fmt_bytes(k.bytes_read)}, "
+               f"wrote {fmt_bytes(k.bytes_written)} per launch")
     for buf in k.buffers:
         shape = "×".join(map(str, buf.shape)) or "scalar"
-        out.append(f"  {buf.role:<10}{buf.name:<14}{buf.dtype or '?':<10}{shape:<16}{fmt_bytes(buf.bytes)}")
+        part = (f" (reads {'<= ' if buf.read_bound else ''}{fmt_bytes(buf.read_bytes)}: {buf.read_how})"
+                if buf.read_bytes is not None else "")
+        out.append(f"  {buf.role:<10}{buf.name:<14}{buf.dtype or '?':<10}{shape:<16}{fmt_bytes(buf.bytes)}{part}")
     if k.fx_nodes:
         out.append(f"fx nodes    {', '.join(k.fx_nodes)}" + (f"  ({k.provenance})" if k.provenance else ""))
     if k.fx_nodes_pre:
