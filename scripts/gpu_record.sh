@@ -8,7 +8,7 @@ mkdir -p "$OUT/bundles"
 PY=${PYTHON:-python3}
 run() { local name=$1; shift; $PY -m kernelscope capture "$@" -o "$OUT/bundles/$name" --device cuda -q \
           > "$OUT/bundles/$name.log" 2>&1; echo "$name rc=$? $(tail -1 "$OUT/bundles/$name.log")"; }
-for s in add_relu mul_add_sigmoid softmax layer_norm sin_cos graph_break mlp_train attention linear_relu; do
+for s in add_relu mul_add_sigmoid softmax layer_norm sin_cos graph_break mlp_train attention linear_relu tiny_gpt; do
   run "$s" "$s" &
   while [ "$(jobs -r | wc -l)" -ge 4 ]; do sleep 1; done
 done

@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 BINARY = {".cubin", ".gz"}
 _UUID = re.compile(r"[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12}")
-_WORK = re.compile(r"/tmp/kernelscope-work-[A-Za-z0-9_]+")
+_WORK = re.compile(r"/tmp/kernelscope-work-[A-Za-z0-9_-]+")  # -p<PID>-XXXX: the owner pid
 
 
 def normalise_text(text: str) -> str:

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# On the GPU box: the checks the real-model, preview and CUDA-graph issues ask for. Writes logs to $OUT.
+#   a: record every sample (+ tiny_gpt) on CUDA, GPU tests, preview (GPU hidden) vs real, diff per sample
+#   b: a 12-layer transformers GPT-2 (--no-grad --eval): show, bench (per-launch sum check, where the
+#      time goes, counts explained), report; reduce-overhead bench of add_relu and linear_relu; a
+#      CUDA-graph skip
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1
+KS="python3 -m kernelscope"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+case "${1:-a}" in
+a)
+  bash scripts/gpu_record.sh /tmp/ks-rec > "$OUT/record.log" 2>&1; cat "$OUT/record.log"
+  cp /tmp/ks-rec/fixtures.tgz "$OUT/" 2>/dev/null
+  echo "== preview (CUDA_VISIBLE_DEVICES=) vs real, torch 2.11"
+  prev() { CUDA_VISIBLE_DEVICES= $KS capture "$1" --preview sm_90 -o "/tmp/ks-prev/$1" -q > "/tmp/ks-prev/$1.log" 2>&1
+           echo "$1 preview rc=$? $(tail -1 /tmp/ks-prev/$1.log)"; }
+  mkdir -p /tmp/ks-prev
+  for s in add_relu mul_add_sigmoid softmax layer_norm sin_cos graph_break linear_relu attention tiny_gpt; do
+    prev "$s" & while [ "$(jobs -r | wc -l)" -ge 6 ]; do sleep 1; done
+  done; wait
+  for s in add_relu mul_add_sigmoid softmax layer_norm sin_cos graph_break linear_relu attention tiny_gpt; do
+    [ -f "/tmp/ks-prev/$s/bundle.json" ] || continue
+    echo "---- diff $s: preview sm_90 -> real H200"; $KS diff "/tmp/ks-prev/$s" "/tmp/ks-rec/bundles/$s" 2>&1 | head -25
+  done > "$OUT/preview_diff.log"; cat "$OUT/preview_diff.log" | grep -E "^----|kernels|same|changed|added|removed|replaced" | head -80
+  KERNELSCOPE_GPU_BUNDLES=/tmp/ks-rec/bundles timeout 300 python3 -m pytest -q tests/gpu -p no:cacheprovider -x \
+    > "$OUT/gpu_tests.log" 2>&1; tail -8 "$OUT/gpu_tests.log"
+  ;;
+b)
+  T=benchmarks/models/hf_gpt2.py::GPT2
+  timeout 300 $KS capture $T --no-grad --eval -o /tmp/gpt2 > "$OUT/gpt2_capture.log" 2>&1; tail -3 "$OUT/gpt2_capture.log"
+  $KS show /tmp/gpt2 > "$OUT/gpt2_show.txt" 2>&1; head -60 "$OUT/gpt2_show.txt"
+  KERNELSCOPE_BENCH_BUDGET_S=120 timeout 240 $KS bench /tmp/gpt2 --no-save > "$OUT/gpt2_bench.txt" 2>&1; cat "$OUT/gpt2_bench.txt" | head -120
+  $KS report /tmp/gpt2 --format md -o "$OUT/gpt2_report.md" > /dev/null 2>&1
+  tar -C /tmp -czf "$OUT/gpt2_bundle.tgz" --exclude='triton' gpt2 2>/dev/null
+  echo "== reduce-overhead"
+  for s in add_relu linear_relu; do
+    KERNELSCOPE_BENCH_BUDGET_S=40 timeout 120 $KS bench $s --mode reduce-overhead --no-save 2>&1 | tee "$OUT/ro_$s.txt" | head -60
+  done
+  timeout 120 $KS capture benchmarks/models/cudagraph_skip.py::scale_add --mode reduce-overhead -o /tmp/skip -q 2>&1 | tail -2
+  $KS show /tmp/skip 2>&1 | grep -i -E "cuda graph|skip" | head
+  ;;
+esac
