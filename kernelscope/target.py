@@ -296,6 +296,10 @@ _OPTION_CHECKS: dict[str, tuple[str, Any]] = {
     "fullgraph": ("True or False", lambda v: isinstance(v, bool)),
     "backward": ("True or False", lambda v: isinstance(v, bool)),
     "device": ('"cuda", "cpu" or None', lambda v: v in (None, "cuda", "cpu")),
+    "no_grad": ("True or False", lambda v: isinstance(v, bool)),
+    "inference_mode": ("True or False", lambda v: isinstance(v, bool)),
+    "eval": ("True or False", lambda v: isinstance(v, bool)),
+    "args": ('an --args spec string like "f32[1024], i64[8] 0..100"', lambda v: isinstance(v, str) and bool(v.strip())),
 }
 
 

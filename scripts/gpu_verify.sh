@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU box: the checks the real-model, preview and CUDA-graph issues ask for. Writes logs to $OUT.
 #   a: record every sample (+ tiny_gpt) on CUDA, GPU tests, preview (GPU hidden) vs real, diff per sample
-#   b: a 12-layer transformers GPT-2 (--no-grad --eval): show, bench (per-launch sum check, where the
-#      time goes, counts explained), report; reduce-overhead bench of add_relu and linear_relu; a
-#      CUDA-graph skip
+#   b: tiny_gpt on CUDA, preview vs real per sample, reduce-overhead benches, a CUDA-graph skip
+#   c: a 12-layer transformers GPT-2 (--no-grad --eval): show, bench (per-launch sum check, where the
+#      time goes, counts explained), report
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-gpu-out}
@@ -36,17 +36,38 @@ a)
     > "$OUT/gpu_tests.log" 2>&1; tail -8 "$OUT/gpu_tests.log"
   ;;
 b)
+  echo "== tiny_gpt on CUDA (a GPU fixture)"
+  mkdir -p /tmp/ks-rec/bundles
+  timeout 200 $KS capture tiny_gpt -o /tmp/ks-rec/bundles/tiny_gpt -q 2>&1 | tail -2
+  python3 scripts/normalise_bundles.py /tmp/ks-rec/bundles /tmp/ks-rec/fixtures > /dev/null && \
+    tar -C /tmp/ks-rec -czf "$OUT/tiny_gpt_fixture.tgz" fixtures/tiny_gpt
+  $KS show /tmp/ks-rec/bundles/tiny_gpt 2>&1 | head -30
+  echo "== preview (CUDA_VISIBLE_DEVICES=) vs real, torch 2.11 (real: tests/fixtures/gpu, recorded on this H200)"
+  prev() { CUDA_VISIBLE_DEVICES= $KS capture "$1" --preview sm_90 -o "/tmp/ks-prev/$1" -q > "/tmp/ks-prev/$1.log" 2>&1
+           echo "$1 preview rc=$? $(tail -1 /tmp/ks-prev/$1.log)"; }
+  mkdir -p /tmp/ks-prev
+  for s in add_relu mul_add_sigmoid softmax layer_norm sin_cos graph_break linear_relu attention tiny_gpt; do
+    prev "$s" & while [ "$(jobs -r | wc -l)" -ge 8 ]; do sleep 1; done
+  done; wait
+  for s in add_relu mul_add_sigmoid softmax layer_norm sin_cos graph_break linear_relu attention tiny_gpt; do
+    real=tests/fixtures/gpu/$s; [ -d "$real" ] || real=/tmp/ks-rec/bundles/$s
+    [ -f "/tmp/ks-prev/$s/bundle.json" ] || continue
+    echo "---- diff $s: preview sm_90 -> real H200"; $KS diff "/tmp/ks-prev/$s" "$real" 2>&1 | head -30
+  done > "$OUT/preview_diff.log"; head -150 "$OUT/preview_diff.log"
+  echo "== reduce-overhead"
+  for s in add_relu linear_relu; do
+    KERNELSCOPE_BENCH_BUDGET_S=30 timeout 100 $KS bench $s --mode reduce-overhead --no-save 2>&1 > "$OUT/ro_$s.txt"
+    head -50 "$OUT/ro_$s.txt"
+  done
+  timeout 100 $KS capture benchmarks/models/cudagraph_skip.py::scale_add --mode reduce-overhead -o /tmp/skip -q 2>&1 | tail -2
+  $KS show /tmp/skip 2>&1 | grep -i -E "cuda graph|skip" | head
+  ;;
+c)
   T=benchmarks/models/hf_gpt2.py::GPT2
   timeout 300 $KS capture $T --no-grad --eval -o /tmp/gpt2 > "$OUT/gpt2_capture.log" 2>&1; tail -3 "$OUT/gpt2_capture.log"
   $KS show /tmp/gpt2 > "$OUT/gpt2_show.txt" 2>&1; head -60 "$OUT/gpt2_show.txt"
   KERNELSCOPE_BENCH_BUDGET_S=120 timeout 240 $KS bench /tmp/gpt2 --no-save > "$OUT/gpt2_bench.txt" 2>&1; cat "$OUT/gpt2_bench.txt" | head -120
   $KS report /tmp/gpt2 --format md -o "$OUT/gpt2_report.md" > /dev/null 2>&1
   tar -C /tmp -czf "$OUT/gpt2_bundle.tgz" --exclude='triton' gpt2 2>/dev/null
-  echo "== reduce-overhead"
-  for s in add_relu linear_relu; do
-    KERNELSCOPE_BENCH_BUDGET_S=40 timeout 120 $KS bench $s --mode reduce-overhead --no-save 2>&1 | tee "$OUT/ro_$s.txt" | head -60
-  done
-  timeout 120 $KS capture benchmarks/models/cudagraph_skip.py::scale_add --mode reduce-overhead -o /tmp/skip -q 2>&1 | tail -2
-  $KS show /tmp/skip 2>&1 | grep -i -E "cuda graph|skip" | head
   ;;
 esac

@@ -177,6 +177,9 @@ def preview_device(arch: str):
         "get_device_capability": capability, "get_device_name": lambda device=None: spec.name,
         "current_device": lambda: 0, "set_device": lambda device: None, "_exchange_device": exchange,
         "_maybe_exchange_device": maybe_exchange, "get_rng_state": rng_state, "set_rng_state": lambda s, device="cuda": None,
+        # A CUDA build with no GPU visible (CUDA_VISIBLE_DEVICES=): a factory call on "cuda" first runs
+        # torch.cuda._lazy_init (looked up by name from C++), which raises "No CUDA GPUs are available".
+        "_lazy_init": lambda: None,
     }
     original_lazy_init = joint_graph.lazy_init
 
