@@ -69,5 +69,16 @@ c)
   KERNELSCOPE_BENCH_BUDGET_S=120 timeout 240 $KS bench /tmp/gpt2 --no-save > "$OUT/gpt2_bench.txt" 2>&1; cat "$OUT/gpt2_bench.txt" | head -120
   $KS report /tmp/gpt2 --format md -o "$OUT/gpt2_report.md" > /dev/null 2>&1
   tar -C /tmp -czf "$OUT/gpt2_bundle.tgz" --exclude='triton' gpt2 2>/dev/null
+  echo "== preview traceback (GPU hidden)"
+  CUDA_VISIBLE_DEVICES= timeout 120 python3 -c "
+import torch, traceback
+from kernelscope.capture import preview_patches as pp
+with pp.preview_device('sm_90'):
+    with pp.fake_mode():
+        try:
+            print(torch.randn(8, device='cuda'))
+        except Exception:
+            traceback.print_exc()
+" 2>&1 | tail -30
   ;;
 esac
