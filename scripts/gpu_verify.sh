@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On the GPU box: the checks the real-model, preview and CUDA-graph issues ask for. Writes logs to $OUT.
 #   a: record every sample (+ tiny_gpt) on CUDA, GPU tests, preview (GPU hidden) vs real, diff per sample
-#   b: tiny_gpt on CUDA, preview vs real per sample, reduce-overhead benches, a CUDA-graph skip
+#   b: tiny_gpt on CUDA, then p
+#   p: preview (GPU hidden) vs real per sample
+#   r: reduce-overhead benches, a CUDA-graph skip
 #   c: a 12-layer transformers GPT-2 (--no-grad --eval): show, bench (per-launch sum check, where the
 #      time goes, counts explained), report
 set -uo pipefail
@@ -42,6 +44,9 @@ b)
   python3 scripts/normalise_bundles.py /tmp/ks-rec/bundles /tmp/ks-rec/fixtures > /dev/null && \
     tar -C /tmp/ks-rec -czf "$OUT/tiny_gpt_fixture.tgz" fixtures/tiny_gpt
   $KS show /tmp/ks-rec/bundles/tiny_gpt 2>&1 | head -30
+  bash "$0" p
+  ;;
+p)
   echo "== preview (CUDA_VISIBLE_DEVICES=) vs real, torch 2.11 (real: tests/fixtures/gpu, recorded on this H200)"
   prev() { CUDA_VISIBLE_DEVICES= $KS capture "$1" --preview sm_90 -o "/tmp/ks-prev/$1" -q > "/tmp/ks-prev/$1.log" 2>&1
            echo "$1 preview rc=$? $(tail -1 /tmp/ks-prev/$1.log)"; }
@@ -53,7 +58,9 @@ b)
     real=tests/fixtures/gpu/$s; [ -d "$real" ] || real=/tmp/ks-rec/bundles/$s
     [ -f "/tmp/ks-prev/$s/bundle.json" ] || continue
     echo "---- diff $s: preview sm_90 -> real H200"; $KS diff "/tmp/ks-prev/$s" "$real" 2>&1 | head -30
-  done > "$OUT/preview_diff.log"; head -150 "$OUT/preview_diff.log"
+  done > "$OUT/preview_diff.log"; grep -E "^----|^kernels:|^graphs|^  kernels|rc=" "$OUT/preview_diff.log"
+  ;;
+r)
   echo "== reduce-overhead"
   for s in add_relu linear_relu; do
     KERNELSCOPE_BENCH_BUDGET_S=30 timeout 100 $KS bench $s --mode reduce-overhead --no-save 2>&1 > "$OUT/ro_$s.txt"

@@ -154,6 +154,7 @@ def preview_device(arch: str):
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
     import torch._inductor.fx_passes.joint_graph as joint_graph
+    import torch._subclasses.fake_tensor as fake_tensor
     from triton.runtime import driver as triton_driver
 
     def get_props(device=None):
@@ -198,6 +199,9 @@ def preview_device(arch: str):
         stack.enter_context(mock.patch.object(iface.Worker, "current_device", staticmethod(lambda: 0)))
         stack.enter_context(mock.patch.object(torch._C, "_cuda_getCurrentRawStream", lambda device=0: 0, create=True))
         stack.enter_context(mock.patch.object(joint_graph, "lazy_init", lazy_init_on_cpu))
+        # torch 2.11 makes a real CUDA tensor when the first fake one is made, if torch.cuda.is_available()
+        # (faked True here): a CUDA build with the GPU hidden raises "No CUDA GPUs are available".
+        stack.enter_context(mock.patch.object(fake_tensor, "init_gpu_context", lambda device: None))
         stack.enter_context(inductor_config.patch({
             "compile_threads": 1, "use_static_cuda_launcher": False, "fx_graph_cache": False,
             "fx_graph_remote_cache": False,
