@@ -276,7 +276,12 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
             out.append(f"    {k.name}{launches}  ({k.kind}; {moved})")
             out += calls
             if k.fx_nodes:
-                out.append(f"        fx nodes: {', '.join(k.fx_nodes)}")
+                if len(k.launch_info) > 1 and k.launch_info[0].fx_nodes and not launches_too:
+                    # One definition launched per layer: each launch has its own nodes (--launches lists them).
+                    out.append(f"        fx nodes (launch 1 of {len(k.launch_info)}; --launches: each): "
+                               f"{', '.join(k.launch_info[0].fx_nodes)}")
+                else:
+                    out.append(f"        fx nodes: {', '.join(k.fx_nodes)}")
             if k.aten_ops:
                 out.append(f"        aten: {', '.join(k.aten_ops)}")
             for u in k.user_lines:
