@@ -254,7 +254,11 @@ def check_out(out: str | os.PathLike, *, replace: bool) -> None:
     if what:
         raise BundleError(f"{out} is {what}; -o names the bundle's own folder: choose a new one, "
                           "e.g. -o kernelscope-captures/NAME")
-    if not out.exists() and not out.is_symlink():
+    try:
+        exists = out.exists() or out.is_symlink()
+    except OSError as exc:  # a name too long, a loop of links
+        raise BundleError(f"{out}: cannot write a bundle there ({exc.strerror or exc}); choose another -o") from exc
+    if not exists:
         return
     if not replace:
         raise BundleError(f"{out} already exists; choose another -o or pass --force to replace it")
