@@ -829,7 +829,7 @@ BAD_ARGS = [
 def args_cases() -> list[Case]:
     cases = []
     for name, spec, words in BAD_ARGS:
-        cases.append(Case("bad --args", name, (lambda spec: lambda d: capture(d, f"{d / 't.py'}::f", "--args", spec))(spec),
+        cases.append(Case("bad --args", name, (lambda text: lambda d: capture(d, f"{d / 't.py'}::f", "--args", text))(spec),
                           want=2, words=words, setup=lambda d: write(d / "t.py", GOOD_FN), timeout=90,
                           check=lambda d, o: (d / "out").exists() and o.problems.append("left a bundle")))
     return cases
@@ -1063,7 +1063,7 @@ def _fix_trace_cases(cases: list[Case]) -> None:
         if c.name in ("--rank 99", "--rank -1", "--triton-cache missing", "--stderr-log missing", "--stderr-log binary"):
             c.setup = lambda d: (shutil.copytree(TRACE_FIXTURE, d / "trace"), write(d / "BIN", bytes(range(256)) * 4000))
             base = c.argv
-            c.argv = (lambda base: lambda d: [str(d / "BIN") if a == "BIN" else a for a in base(d)])(base)
+            c.argv = (lambda argv: lambda d: [str(d / "BIN") if a == "BIN" else a for a in argv(d)])(base)
 
 
 def serve_cases() -> list[Case]:

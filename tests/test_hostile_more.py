@@ -98,3 +98,35 @@ def test_serve_refuses_a_missing_bundle_or_target_at_once(tmp_path, capsys, what
 def test_sizes_are_ascii_digits(spec):
     with pytest.raises(TargetError, match="is not a non-negative integer"):
         parse_args_spec(spec)
+
+
+def test_an_out_name_too_long_is_a_one_line_error(tmp_path, capsys):
+    rc = main(["open", str(tmp_path / "trace.log"), "--no-ui", "-o", str(tmp_path / ("x" * 300))])
+    err = capsys.readouterr().err
+    assert rc == 2 and "internal error" not in err and len(err.strip().splitlines()) == 1
+    assert "File name too long" in err or "no such TORCH_TRACE" in err
+
+
+def test_check_out_names_a_name_too_long(tmp_path):
+    from kernelscope.bundle.io import BundleError, check_out
+
+    with pytest.raises(BundleError, match="cannot write a bundle there"):
+        check_out(tmp_path / ("x" * 300), replace=False)
+
+
+def test_a_report_never_overwrites_its_bundles_manifest(tmp_path, capsys):
+    b = _copy(tmp_path, "b")
+    before = (b / "bundle.json").read_bytes()
+    rc = main(["report", str(b), "--format", "json", "-o", str(b / "bundle.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "own manifest" in err
+    assert (b / "bundle.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_timeout_that_is_not_a_positive_number_is_refused(tmp_path, capsys, value):
+    (tmp_path / "t.py").write_text("def f(x):\n    return x + 1\n")
+    rc = main(["capture", f"{tmp_path / 't.py'}::f", "--args", "f32[8]", "--timeout", value, "-o", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--timeout must be a positive number" in err
+    assert not (tmp_path / "o").exists()
