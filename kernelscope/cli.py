@@ -95,7 +95,7 @@ def capture_options_from(args: argparse.Namespace, target) -> tuple:
                          "use --mode default or reduce-overhead with --preview")
     if opts.preview and args.device == "cpu":
         raise UsageError("--preview and --device cpu contradict each other: a preview is for a CUDA GPU; drop one")
-    if opts.timeout is not None and opts.timeout <= 0:
+    if opts.timeout is not None and not 0 < opts.timeout < float("inf"):  # not nan either
         raise UsageError("--timeout must be a positive number of seconds")
     args_spec = args.args_spec if args.args_spec is not None else defaults.get("args")
     specs = parse_calls(args_spec)[0] if args_spec is not None else None

@@ -143,7 +143,7 @@ def parse_args_spec(text: str) -> list[TensorSpec | ScalarSpec]:
                 dim = dim.strip()
                 if not dim:
                     continue
-                if not dim.isdigit():
+                if not (dim.isascii() and dim.isdigit()):  # not "８": int() takes any script's digits
                     raise TargetError(f"--args item {i} {item!r}: size {dim!r} is not a non-negative integer")
                 shape.append(int(dim))
             grad = bool(m.group("grad"))

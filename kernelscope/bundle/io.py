@@ -13,6 +13,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, from_dict, to_dict
 
@@ -50,6 +51,7 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
             f"{root}: bundle format version {version} is newer than this kernelscope reads "
             f"({SCHEMA_VERSION}); upgrade kernelscope"
         )
+    _strip_controls(data)
     try:
         bundle = from_dict(data)
     except BundleError as exc:
@@ -61,6 +63,21 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
 
 
 MAX_MANIFEST_BYTES = 256 << 20
+
+
+def _strip_controls(data: Any) -> None:
+    """Remove escape sequences and control characters from every string value of a manifest, in place:
+    a kernel name or a break reason is printed to terminals, error lines and reports."""
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            if isinstance(value, str):
+                if _CONTROLS.search(value):
+                    node[key] = printable(value)
+            elif isinstance(value, (dict, list)):
+                stack.append(value)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -122,10 +139,11 @@ def read_text(bundle: Bundle, relpath: str | None, *, required: bool = False) ->
             raise BundleError(f"{bundle.root}: cannot read {relpath} ({exc.strerror or _one_line(exc)}); "
                               "the bundle is incomplete, capture again") from exc
         return ""
+    # Escape sequences and control bytes in a bundle's file never reach a terminal, a report or a diff.
     if rest > 0:
-        text = data[:MAX_TEXT_BYTES].decode("utf-8", errors="replace")
+        text = printable(data[:MAX_TEXT_BYTES].decode("utf-8", errors="replace"))
         return text + f"\n… ({rest} bytes cut: kernelscope reads the first {MAX_TEXT_BYTES >> 20} MB of a file)\n"
-    return data.decode("utf-8", errors="replace")
+    return printable(data.decode("utf-8", errors="replace"))
 
 
 MAX_TEXT_BYTES = 16 << 20
@@ -236,7 +254,11 @@ def check_out(out: str | os.PathLike, *, replace: bool) -> None:
     if what:
         raise BundleError(f"{out} is {what}; -o names the bundle's own folder: choose a new one, "
                           "e.g. -o kernelscope-captures/NAME")
-    if not out.exists() and not out.is_symlink():
+    try:
+        exists = out.exists() or out.is_symlink()
+    except OSError as exc:  # a name too long, a loop of links
+        raise BundleError(f"{out}: cannot write a bundle there ({exc.strerror or exc}); choose another -o") from exc
+    if not exists:
         return
     if not replace:
         raise BundleError(f"{out} already exists; choose another -o or pass --force to replace it")

@@ -56,6 +56,26 @@ def serve_command(args: argparse.Namespace) -> str:
     return " ".join(env + [shlex.quote(c) for c in cmd])
 
 
+def what_problem(what: str | None) -> str | None:
+    """Why ``kernelscope WHAT`` would not open (a damaged or missing bundle, a bad target), else None."""
+    if not what:
+        return None
+    from pathlib import Path
+
+    from kernelscope.bundle.io import BundleError, read_bundle
+    from kernelscope.target import TargetError, resolve_target
+
+    path = Path(what).expanduser()
+    try:
+        if path.is_dir() or path.name == "bundle.json":
+            read_bundle(path)
+        else:
+            resolve_target(what)
+    except (BundleError, TargetError) as exc:
+        return str(exc)
+    return None
+
+
 def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
@@ -172,6 +192,10 @@ def run(args: argparse.Namespace) -> int:
         except TalkError as exc:
             print(f"kernelscope: {exc}", file=sys.stderr)
             return 2
+    problem = what_problem(getattr(args, "what", None))
+    if problem:  # said here, once, not in every browser tab that opens the page
+        print(f"kernelscope: {problem}", file=sys.stderr)
+        return 2
     server = make_server(serve_command(args), args.host, args.port, secrets.token_urlsafe(24),
                          font_size=BIG_FONT if args.big else FONT,
                          theme="textual-light" if args.light else "textual-dark")

@@ -1,0 +1,1274 @@
+#!/usr/bin/env python
+"""A fault and bad-input run against the real CLI (issue 14): bad targets, `--args`, output paths, kills,
+corrupted bundles, TORCH_TRACE imports, serve, the UI and size limits.
+
+Every case runs `python -m kernelscope ...` in a subprocess (with a timeout) inside a temp folder this
+script makes and removes; HOME, TMPDIR and KERNELSCOPE_CACHE point into it, so nothing of the user's is at
+risk. A case is clean when it exits as expected (0, or 2 with one line on stderr naming the problem),
+prints no traceback and no "internal error", leaves no process, staging or work folder behind, keeps
+every file the user had, and finishes in bounded time. "wrong message": the exit status was right but
+the message was not one line or did not name the problem. Anything else failed.
+
+    python scripts/hostile_run.py [--jobs N] [--only AREA[,AREA]] [--keep] [--list]
+
+Prints a table (area, cases, clean, wrong message, failed), then one line per case that was not clean.
+Exits 1 when any case failed or had a wrong message. A few cases compile for real (`--no-compile`
+leaves them out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "tests" / "fixtures" / "gpu" / "add_relu"
+TRACE_FIXTURE = REPO / "tests" / "fixtures" / "traces" / "mlp_train_cpu"
+KERNEL = "triton_poi_fused_add_relu_0"
+SECRET = "kernelscope-secret-outside-the-bundle"
+TRACE_HEAD = "V0101 00:00:00.000000 1 torch/_logging/structured.py:1] "
+PY = sys.executable
+
+AREAS = ["bad targets", "bad --args", "output paths", "kills", "corrupted bundles", "TORCH_TRACE imports",
+         "serve", "UI", "size"]
+
+
+# -- what one case is, and how it is judged ---------------------------------------------------------
+
+@dataclass
+class Outcome:
+    rc: int | None
+    out: str
+    err: str
+    seconds: float
+    timed_out: bool = False
+    problems: list[str] = field(default_factory=list)  # failed
+    wrong: list[str] = field(default_factory=list)     # wrong or misleading message
+
+
+@dataclass
+class Case:
+    area: str
+    name: str
+    argv: Callable[[Path], list[str]] | None = None    # kernelscope arguments, given the case folder
+    want: int | None = 2                                # exit status expected (None: 0 or 2 both fine)
+    words: tuple[str, ...] = ()                         # each must appear (case-insensitive) in the message
+    setup: Callable[[Path], None] | None = None
+    check: Callable[[Path, Outcome], None] | None = None  # adds to outcome.problems / wrong
+    runner: Callable[[Case, Path, dict], Outcome] | None = None  # a special run (kills, serve, UI)
+    timeout: float = 60.0
+    env: dict[str, str] = field(default_factory=dict)
+    keep: tuple[str, ...] = ()                          # files (relative to the case folder) that must survive
+    compiles: bool = False
+    needs_non_root: bool = False                        # relies on file permissions (root ignores them)
+
+
+def case_env(folder: Path, case: Case) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("TORCH_TRACE", "TORCH_LOGS", "KERNELSCOPE_DEVICE", "KERNELSCOPE_BIG"):
+        env.pop(name, None)
+    env.update(PYTHONPATH=str(REPO), HOME=str(folder / "home"), TMPDIR=str(folder / "tmp"),
+               KERNELSCOPE_CACHE=str(folder / "cache"), KS_HOSTILE_CASE=f"{os.getpid()}:{folder.name}",
+               PYTHONDONTWRITEBYTECODE="1", COLUMNS="120", NO_COLOR="1", TERM="dumb")
+    env.update(case.env)
+    return env
+
+
+def run_cli(argv: list[str], folder: Path, env: dict, timeout: float, stdin=subprocess.DEVNULL) -> Outcome:
+    t = time.perf_counter()
+    proc = subprocess.Popen([PY, "-m", "kernelscope", *argv], cwd=str(folder / "cwd"), env=env, stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        timed_out = True
+    return Outcome(None if timed_out else proc.returncode, out.decode(errors="replace"),
+                   err.decode(errors="replace"), time.perf_counter() - t, timed_out)
+
+
+def message_lines(err: str) -> list[str]:
+    """stderr's lines, an argparse usage block (usage: ... then prog: error: ...) counted as its error line."""
+    # A failed compile's second line says where its partial bundle is (marked failed): part of the design.
+    lines = [line for line in err.splitlines() if line.strip() and "what was captured before the failure" not in line]
+    if lines and lines[0].startswith("usage:"):
+        errors = [line for line in lines if ": error: " in line]
+        return errors or lines
+    return lines
+
+
+def judge(case: Case, folder: Path, o: Outcome) -> None:
+    if o.timed_out:
+        o.problems.append(f"no answer within {case.timeout:.0f} s")
+    elif o.rc not in (0, 2, 130):
+        o.problems.append(f"exit {o.rc}")
+    text = o.err + o.out
+    if "Traceback (most recent call last)" in text:
+        o.problems.append("printed a traceback")
+    if "internal error" in o.err:
+        o.problems.append("said internal error")
+    if not o.timed_out and case.want is not None and o.rc != case.want and o.rc in (0, 2):
+        o.problems.append(f"exit {o.rc}, expected {case.want}")
+    if not o.problems and o.rc == 2:
+        lines = message_lines(o.err)
+        if len(lines) != 1:
+            o.wrong.append(f"{len(lines)} lines on stderr")
+        else:
+            missing = [w for w in case.words if w.lower() not in lines[0].lower()]
+            if missing:
+                o.wrong.append(f"does not say {' / '.join(repr(w) for w in missing)}")
+    elif not o.problems and o.rc == 0 and case.want == 0:
+        missing = [w for w in case.words if w.lower() not in (o.out + o.err).lower()]
+        if missing:
+            o.wrong.append(f"output lacks {' / '.join(repr(w) for w in missing)}")
+    for rel in case.keep:
+        if not (folder / rel).exists():
+            o.problems.append(f"user file {rel} is gone")
+    if SECRET in o.out or SECRET in o.err:
+        o.problems.append("printed a file from outside the bundle")
+    leftovers = [p.name for p in (folder / "tmp").glob("kernelscope-work-*")]
+    leftovers += [str(p.relative_to(folder)) for p in folder.rglob(".kernelscope-tmp-*")]
+    if leftovers and case.area != "kills":
+        o.problems.append(f"left {', '.join(sorted(leftovers)[:3])}")
+    alive = processes_of(folder)
+    if alive:
+        o.problems.append(f"left {len(alive)} process(es) running: {alive[:3]}")
+        for pid in alive:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    if case.check is not None and not o.timed_out:
+        try:
+            case.check(folder, o)
+        except Exception as exc:  # a check that cannot look counts against the case, not the harness
+            o.problems.append(f"check failed: {exc.__class__.__name__}: {exc}")
+
+
+def processes_of(folder: Path) -> list[int]:
+    """Live processes started for this case (they carry its KS_HOSTILE_CASE in their environment)."""
+    marker = f"KS_HOSTILE_CASE={os.getpid()}:{folder.name}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes().split(b"\0"):
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state not in ("Z", "X"):
+                    found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def run_case(case: Case, root: Path, index: int) -> Outcome:
+    folder = root / f"c{index:03d}"
+    for sub in ("home", "tmp", "cache", "cwd"):
+        (folder / sub).mkdir(parents=True)
+    env = case_env(folder, case)
+    try:
+        if case.setup is not None:
+            case.setup(folder)
+        if case.runner is not None:
+            o = case.runner(case, folder, env)
+        else:
+            o = run_cli(case.argv(folder), folder, env, case.timeout)
+    except Exception as exc:
+        o = Outcome(None, "", "", 0.0)
+        o.problems.append(f"harness: {exc.__class__.__name__}: {exc}")
+        return o
+    judge(case, folder, o)
+    return o
+
+
+# -- material: targets, bundles, traces ------------------------------------------------------------
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    return path
+
+
+GOOD_FN = "def f(x):\n    return x + 1\n"
+
+
+def target(name: str, text: str | bytes, fn: str = "f") -> tuple[Callable[[Path], None], Callable[[Path], str]]:
+    return (lambda d: write(d / name, text)), (lambda d: f"{d / name}::{fn}")
+
+
+def bundle(d: Path, name: str = "b") -> Path:
+    out = d / name
+    shutil.copytree(FIXTURE, out, symlinks=True)
+    return out
+
+
+def manifest(b: Path) -> dict:
+    return json.loads((b / "bundle.json").read_text())
+
+
+def edit(b: Path, change: Callable[[dict], None]) -> None:
+    m = manifest(b)
+    change(m)
+    (b / "bundle.json").write_text(json.dumps(m))
+
+
+def kernel_rel(b: Path) -> str:
+    return manifest(b)["kernels"][0]["source"]
+
+
+def _secret(d: Path) -> Path:
+    return write(d / "secret.txt", SECRET + "\n")
+
+
+def c_traversal(b: Path) -> None:
+    _secret(b.parent)
+    edit(b, lambda m: m["kernels"][0].__setitem__("source", "../secret.txt"))
+
+
+def c_absolute(b: Path) -> None:
+    s = _secret(b.parent)
+    edit(b, lambda m: m["kernels"][0].__setitem__("source", str(s)))
+
+
+def c_symlink(b: Path) -> None:
+    s = _secret(b.parent)
+    rel = kernel_rel(b)
+    (b / rel).unlink()
+    os.symlink(s, b / rel)
+
+
+def c_symlink_dir(b: Path) -> None:
+    _secret(b.parent)
+    shutil.rmtree(b / "graphs")
+    os.symlink(b.parent, b / "graphs")
+    edit(b, lambda m: m["graphs"][0]["files"].__setitem__("output_code", "graphs/secret.txt"))
+
+
+def c_type_mixed(b: Path) -> None:
+    edit(b, lambda m: m["kernels"][0].__setitem__("name", 5))
+
+
+def c_kernels_string(b: Path) -> None:
+    edit(b, lambda m: m.__setitem__("kernels", "all"))
+
+
+def c_deep(b: Path) -> None:
+    edit(b, lambda m: m["extra"].__setitem__("x", json.loads("[" * 80 + "]" * 80)))
+
+
+def c_deeper_than_parser(b: Path) -> None:
+    text = (b / "bundle.json").read_text().rstrip()
+    (b / "bundle.json").write_text(text[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+
+
+def c_nan(b: Path) -> None:
+    edit(b, lambda m: m["timings"].__setitem__("collect", math.nan))
+
+
+def c_version_str(b: Path) -> None:
+    edit(b, lambda m: m.__setitem__("version", "1"))
+
+
+def c_version_future(b: Path) -> None:
+    edit(b, lambda m: m.__setitem__("version", 99))
+
+
+def c_missing_files(b: Path) -> None:
+    (b / kernel_rel(b)).unlink()
+    shutil.rmtree(b / "graphs")
+
+
+def c_garbage(b: Path) -> None:
+    (b / "bundle.json").write_bytes(bytes(range(256)) * 64)
+
+
+def c_json_list(b: Path) -> None:
+    (b / "bundle.json").write_text("[1, 2, 3]")
+
+
+def c_no_manifest(b: Path) -> None:
+    (b / "bundle.json").unlink()
+
+
+def c_schema(b: Path) -> None:
+    edit(b, lambda m: m.__setitem__("schema", "someone.else"))
+
+
+def c_control_markup(b: Path) -> None:
+    def change(m):
+        m["kernels"][0]["name"] = "triton_\x1b]0;pwned\x07[bold red]k[/]``[x](http://evil.example)``<script>x</script>"
+        m["graph_breaks"] = [{"reason": "[@click=app.quit]x\x1b[2J", "file": "/repo/samples/add_relu.py",
+                              "line": 7, "code": "[/]"}]
+    edit(b, change)
+
+
+def c_binary_artifact(b: Path) -> None:
+    (b / kernel_rel(b)).write_bytes(b"\x1b[2J\x1b]0;pwned\x07" + bytes(range(256)) * 16)
+
+
+CORRUPTIONS: list[tuple[str, Callable[[Path], None], int | None, tuple[str, ...]]] = [
+    # name, how, expected exit, words the message names
+    ("traversal ../", c_traversal, 2, ("secret.txt", "refusing")),
+    ("absolute path", c_absolute, 2, ("secret.txt", "refusing")),
+    ("symlink out", c_symlink, 2, ("refusing",)),
+    ("folder symlink out", c_symlink_dir, 2, ("refusing",)),
+    ("type-mixed name", c_type_mixed, 2, ("kernels[0].name",)),
+    ("kernels a string", c_kernels_string, 2, ("bundle.kernels",)),
+    ("deep nesting", c_deep, 2, ("deep",)),
+    ("nesting past the parser", c_deeper_than_parser, 2, ("nested",)),
+    ("NaN timing", c_nan, 2, ("finite",)),
+    ("version \"1\"", c_version_str, 2, ("'1'",)),
+    ("version 99", c_version_future, 2, ("99",)),
+    ("missing files", c_missing_files, None, ()),
+    ("binary garbage manifest", c_garbage, 2, ("bundle.json",)),
+    ("manifest a JSON list", c_json_list, 2, ("bundle.json",)),
+    ("no manifest", c_no_manifest, 2, ("bundle",)),
+    ("foreign schema", c_schema, 2, ("kernelscope bundle",)),
+    ("control chars + markup in names", c_control_markup, 0, ()),
+    ("binary artifact", c_binary_artifact, 0, ()),
+]
+
+# the commands every corrupted bundle goes through
+BUNDLE_COMMANDS: list[tuple[str, Callable[[Path], list[str]]]] = [
+    ("show", lambda b: ["show", str(b)]),
+    ("show --json", lambda b: ["show", str(b), "--json"]),
+    ("show --artifact", lambda b: ["show", str(b), "--kernel", "0-0-inference/" + KERNEL, "--artifact", "source"]),
+    ("show --artifact output_code", lambda b: ["show", str(b), "--artifact", "output_code"]),
+    ("report md", lambda b: ["report", str(b), "--format", "md"]),
+    ("report html", lambda b: ["report", str(b), "--format", "html"]),
+    ("report json", lambda b: ["report", str(b), "--format", "json"]),
+    ("diff", lambda b: ["diff", str(b.parent / "good"), str(b)]),
+    ("bench --counts", lambda b: ["bench", str(b), "--counts"]),
+]
+
+# which commands each corruption goes through ("ui": the explorer's load path)
+PLAN: dict[str, tuple[str, ...]] = {
+    "traversal ../": ("show --artifact", "report html", "diff", "ui"),
+    "absolute path": ("show --artifact", "report md", "ui"),
+    "symlink out": ("show --artifact", "report html", "diff", "ui"),
+    "folder symlink out": ("show --artifact output_code", "report html", "ui"),
+    "type-mixed name": ("show", "bench --counts", "ui"),
+    "kernels a string": ("report json", "diff"),
+    "deep nesting": ("show", "report html"),
+    "nesting past the parser": ("show", "ui"),
+    "NaN timing": ("show --json", "report md", "bench --counts"),
+    "version \"1\"": ("show", "ui"),
+    "version 99": ("show", "report html"),
+    "missing files": ("show", "show --artifact", "report html", "diff", "ui"),
+    "binary garbage manifest": ("show", "diff", "ui"),
+    "manifest a JSON list": ("report md", "bench --counts"),
+    "no manifest": ("show", "report html"),
+    "foreign schema": ("show", "ui"),
+    "control chars + markup in names": ("show", "show --artifact", "report md", "report html", "diff", "ui"),
+    "binary artifact": ("show --artifact", "report html", "diff", "ui"),
+}
+
+
+def corrupted_setup(how: Callable[[Path], None]) -> Callable[[Path], None]:
+    def setup(d: Path) -> None:
+        bundle(d, "good")
+        how(bundle(d, "x"))
+    return setup
+
+
+def no_escape_bytes(d: Path, o: Outcome) -> None:
+    for name, text in (("output", o.out), ("error line", o.err)):
+        if "\x1b" in text or "\x07" in text:
+            o.problems.append(f"wrote raw escape bytes to the terminal ({name})")
+
+
+def md_escaped(d: Path, o: Outcome) -> None:
+    for line in o.out.splitlines():  # the name must sit in a code span fenced by more backticks than it holds
+        if "evil.example" in line and not re.search(r"```[^`].*evil\.example.*[^`]```", line):
+            o.problems.append("a kernel name injected a Markdown link")
+
+
+def html_escaped(d: Path, o: Outcome) -> None:
+    if "<script>x</script>" in o.out:
+        o.problems.append("a kernel name injected HTML")
+
+
+# -- the UI: `kernelscope BUNDLE` for bundles it must refuse, a headless run for ones it must open ----
+
+UI_PROBE = r"""
+import asyncio, sys
+from kernelscope.bundle.io import BundleError
+from kernelscope.ui.app import make_app
+try:
+    app = make_app(sys.argv[1])
+except BundleError as exc:
+    print(f"kernelscope: {exc}", file=sys.stderr); sys.exit(2)
+async def go():
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for key in ("4", "6", "down", "enter", "3", "p", "escape", "2", "5"):
+            await pilot.press(key); await pilot.pause()
+        return app.is_running, type(app.screen).__name__
+running, screen = asyncio.run(go())
+print(f"ui ran: {running} on {screen}")
+sys.exit(0 if running else 3)
+"""
+
+
+def ui_runner(case: Case, folder: Path, env: dict) -> Outcome:
+    b = folder / "x"
+    if case.want == 2:  # the real CLI path: refused before the app starts (a hang here is a failure)
+        return run_cli([str(b)], folder, env, case.timeout)
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run([PY, "-c", UI_PROBE, str(b)], cwd=str(folder / "cwd"), env=env, capture_output=True,
+                              timeout=case.timeout, stdin=subprocess.DEVNULL)
+        return Outcome(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
+                       time.perf_counter() - t)
+    except subprocess.TimeoutExpired as exc:
+        return Outcome(None, (exc.stdout or b"").decode(errors="replace"), (exc.stderr or b"").decode(errors="replace"),
+                       time.perf_counter() - t, True)
+
+
+# -- kills: a capture whose child hangs in the user's file -----------------------------------------
+
+SLOW = "import os, time\nopen(os.environ['KS_PIDFILE'], 'w').write(str(os.getpid()))\ntime.sleep(300)\n\n" + GOOD_FN
+SLOW_IN_FN = ("import os, time\n\ndef f(x):\n    open(os.environ['KS_PIDFILE'], 'w').write(str(os.getpid()))\n"
+              "    time.sleep(300)\n    return x + 1\n")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def kill_runner(sig: int, who: str = "parent", source: str = SLOW) -> Callable[[Case, Path, dict], Outcome]:
+    def run(case: Case, folder: Path, env: dict) -> Outcome:
+        write(folder / "slow.py", source)
+        pidfile = folder / "child.pid"
+        env = dict(env, KS_PIDFILE=str(pidfile))
+        out = folder / "outs" / "slow"
+        t = time.perf_counter()
+        parent = subprocess.Popen([PY, "-m", "kernelscope", "capture", f"{folder / 'slow.py'}::f", "--args", "f32[8]",
+                                   "--device", "cpu", "-o", str(out), "-q"], cwd=str(folder / "cwd"), env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.time() + 150
+        while not (pidfile.is_file() and pidfile.read_text()):
+            if parent.poll() is not None or time.time() > deadline:
+                parent.kill()
+                o_, e_ = parent.communicate()
+                o = Outcome(parent.returncode, o_.decode(errors="replace"), e_.decode(errors="replace"),
+                            time.perf_counter() - t)
+                o.problems.append("the capture child never reached the user's code")
+                return o
+            time.sleep(0.1)
+        child = int(pidfile.read_text())
+        time.sleep(0.3)
+        os.kill(child if who == "child" else parent.pid, sig)
+        try:
+            o_, e_ = parent.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            parent.kill()
+            o_, e_ = parent.communicate()
+        o = Outcome(parent.returncode, o_.decode(errors="replace"), e_.decode(errors="replace"), time.perf_counter() - t)
+        gone_by = time.time() + 10
+        while _alive(child) and time.time() < gone_by:
+            time.sleep(0.1)
+        if _alive(child):
+            o.problems.append(f"capture child {child} outlived its parent's {signal.Signals(sig).name}")
+        if o.rc is not None and o.rc < 0:
+            o.rc = 2 if -o.rc == sig and who == "parent" else o.rc  # killed by the signal sent: as it should
+            if o.rc == 2:
+                o.err = o.err or f"(ended by {signal.Signals(sig).name})"
+        staged = list(out.parent.glob(".kernelscope-tmp-*")) if out.parent.exists() else []
+        work = list((folder / "tmp").glob("kernelscope-work-*"))
+        if sig == signal.SIGINT and (staged or work):
+            o.problems.append("Ctrl-C left a staging or work folder")
+        # the next start sweeps what a killed parent could not
+        write(folder / "bad.py", "raise RuntimeError('boom at import')\n\n" + GOOD_FN)
+        nxt = run_cli(["capture", f"{folder / 'bad.py'}::f", "--args", "f32[8]", "--device", "cpu", "-q", "-o",
+                       str(out.parent / "next")], folder, env, 60)
+        if nxt.rc != 2 or "boom" not in nxt.err:
+            o.problems.append(f"the next start: exit {nxt.rc}: {nxt.err.strip()[-200:]}")
+        if out.parent.exists() and list(out.parent.glob(".kernelscope-tmp-*")):
+            o.problems.append("a staging folder is left after the next start")
+        if list((folder / "tmp").glob("kernelscope-work-*")):
+            o.problems.append("a work folder is left after the next start")
+        if (folder / "outs" / "slow").exists() and who == "parent":
+            o.problems.append("a half-written bundle at -o")
+        return o
+    return run
+
+
+# -- serve -----------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """One `kernelscope serve` shared by the serve cases that need a running server."""
+
+    lock = threading.Lock()
+    proc: subprocess.Popen | None = None
+    port = 0
+    token = ""
+    failure = ""
+
+    @classmethod
+    def get(cls, root: Path) -> tuple[int, str]:
+        with cls.lock:
+            if cls.proc is None and not cls.failure:
+                cls.port = free_port()
+                (root / "serve").mkdir(exist_ok=True)
+                env = dict(os.environ, PYTHONPATH=str(REPO), HOME=str(root / "serve"), TMPDIR=str(root / "serve"),
+                           KERNELSCOPE_CACHE=str(root / "serve"))
+                cls.proc = subprocess.Popen([PY, "-m", "kernelscope", "serve", "--port", str(cls.port)],
+                                            cwd=str(root / "serve"), env=env, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                            start_new_session=True)
+                deadline = time.time() + 60
+                line = ""
+                while time.time() < deadline and "token=" not in line:
+                    line = cls.proc.stderr.readline()
+                    if not line and cls.proc.poll() is not None:
+                        break
+                m = re.search(r"\?token=([\w-]+)", line)
+                if m:
+                    cls.token = m.group(1)
+                else:
+                    cls.failure = f"serve printed no token URL: {line.strip()[:200]!r}"
+            if cls.failure:
+                raise RuntimeError(cls.failure)
+            return cls.port, cls.token
+
+    @classmethod
+    def stop(cls) -> None:
+        if cls.proc is not None and cls.proc.poll() is None:
+            os.killpg(cls.proc.pid, signal.SIGTERM)
+            try:
+                cls.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(cls.proc.pid, signal.SIGKILL)
+
+
+def http_status(url: str, ws: bool = False, **headers: str) -> int:
+    import asyncio
+
+    import aiohttp
+
+    async def go() -> int:
+        async with aiohttp.ClientSession() as session:
+            if ws:
+                try:
+                    sock = await session.ws_connect(url, headers=headers, timeout=aiohttp.ClientWSTimeout(ws_close=5))
+                except aiohttp.WSServerHandshakeError as exc:
+                    return exc.status
+                await sock.close()
+                return 101
+            async with session.get(url, headers=headers, timeout=aiohttp.ClientTimeout(total=15)) as resp:
+                await resp.read()
+                return resp.status
+
+    return asyncio.run(go())
+
+
+def serve_probe(path: str, want_status: int, ws: bool = False, **headers: str) -> Callable[[Case, Path, dict], Outcome]:
+    def run(case: Case, folder: Path, env: dict) -> Outcome:
+        root = folder.parent
+        t = time.perf_counter()
+        port, token = Server.get(root)
+        url = f"{'ws' if ws else 'http'}://127.0.0.1:{port}{path.format(token=token)}"
+        hdrs = {k.replace("_", "-"): v.format(port=port) for k, v in headers.items()}
+        status = http_status(url, ws=ws, **hdrs)
+        o = Outcome(0, f"HTTP {status}", "", time.perf_counter() - t)
+        if status != want_status:
+            o.problems.append(f"answered {status}, expected {want_status} ({path.split('?')[0]} {hdrs or ''})")
+        return o
+    return run
+
+
+def serve_starts(argv: Callable[[Path], list[str]], wait: float = 20) -> Callable[[Case, Path, dict], Outcome]:
+    """A serve that must refuse at once: started, and if it prints a URL instead, stopped and failed."""
+    def run(case: Case, folder: Path, env: dict) -> Outcome:
+        t = time.perf_counter()
+        proc = subprocess.Popen([PY, "-m", "kernelscope", *argv(folder)], cwd=str(folder / "cwd"), env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=wait)
+            return Outcome(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"),
+                           time.perf_counter() - t)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            out, err = proc.communicate()
+            o = Outcome(2, out.decode(errors="replace"), err.decode(errors="replace"), time.perf_counter() - t)
+            o.problems.append("started serving instead of refusing: " + (err.decode(errors="replace").strip()
+                                                                          .splitlines() or ["?"])[-1][:160])
+            return o
+    return run
+
+
+def busy_port_runner(case: Case, folder: Path, env: dict) -> Outcome:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        case.words = (f"port {port}",)
+        return run_cli(["serve", "--port", str(port)], folder, env, case.timeout)
+
+
+# -- TORCH_TRACE material --------------------------------------------------------------------------
+
+def trace_dir(d: Path, files: dict[str, str | bytes]) -> Path:
+    t = d / "trace"
+    t.mkdir(exist_ok=True)
+    for name, content in files.items():
+        write(t / name, content)
+    return t
+
+
+def envelopes(*records) -> str:
+    return "".join(TRACE_HEAD + (r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+
+
+GOOD_RECORD = {"dynamo_start": {"stack": []}, "frame_id": 0, "frame_compile_id": 0, "attempt": 0}
+
+
+def open_case(name: str, files: dict[str, str | bytes] | None, want: int | None, words: tuple[str, ...] = (),
+              extra: list[str] | None = None, timeout: float = 60, **kw) -> Case:
+    def setup(d: Path) -> None:
+        if files is not None:
+            trace_dir(d, files)
+        else:
+            (d / "trace").mkdir()
+
+    return Case("TORCH_TRACE imports", name, lambda d: ["open", str(d / "trace"), "--no-ui", "-o", str(d / "out"),
+                                                        *(extra or [])],
+                want=want, words=words, setup=setup, timeout=timeout, **kw)
+
+
+def no_bundle_written(d: Path, o: Outcome) -> None:
+    if o.rc == 2 and (d / "out").exists():
+        o.problems.append("wrote a bundle for a trace it refused")
+
+
+# -- the cases -------------------------------------------------------------------------------------
+
+def capture(d: Path, tgt: str, *more: str, out: str | None = None) -> list[str]:
+    return ["capture", tgt, *more, "--device", "cpu", "-q", "-o", out if out is not None else str(d / "out")]
+
+
+def t_file(text: str | bytes, fn: str = "f", name: str = "t.py"):
+    return target(name, text, fn)
+
+
+def target_cases() -> list[Case]:
+    cases = []
+
+    def add(name, text, fn, words, more=(), want=2, timeout=90, file_name="t.py", **kw):
+        setup, spec = t_file(text, fn, file_name) if text is not None else ((lambda d: None),
+                                                                             (lambda d: f"{d / 'nope.py'}::f"))
+        cases.append(Case("bad targets", name, lambda d: capture(d, spec(d), *more), want=want, words=words,
+                          setup=setup, timeout=timeout, **kw))
+
+    add("missing file", None, "f", ("nope.py", "no such file"), ("--args", "f32[8]"))
+    add("missing function", GOOD_FN, "g", ("'g'",), ("--args", "f32[8]"))
+    add("syntax error", "def f(x):\n    return x +\n", "f", ("syntax error", "t.py:2"), ("--args", "f32[8]"))
+    add("import error", "import no_such_module_kx\n" + GOOD_FN, "f", ("no_such_module_kx",), ("--args", "f32[8]"))
+    add("raises at import", "raise ValueError('boom at import')\n" + GOOD_FN, "f", ("boom at import",),
+        ("--args", "f32[8]"))
+    add("sys.exit at import", "import sys\nsys.exit(3)\n" + GOOD_FN, "f", ("exit",), ("--args", "f32[8]"))
+    add("sys.exit(0) at import", "import sys\nsys.exit(0)\n" + GOOD_FN, "f", ("exit",), ("--args", "f32[8]"))
+    add("KeyboardInterrupt at import", "raise KeyboardInterrupt\n" + GOOD_FN, "f", ("KeyboardInterrupt",),
+        ("--args", "f32[8]"))
+    add("a number, not a function", "f = 5\n", "f", ("f",), ("--args", "f32[8]"))
+    add("a function bound at runtime", "g = None\nf = g\n", "f", ("f",), ("--args", "f32[8]"))
+    add("class needing args", "import torch\nclass M(torch.nn.Module):\n    def __init__(self, w):\n"
+        "        super().__init__()\n    def forward(self, x):\n        return x\n", "M", ("M",), ("--args", "f32[8]"))
+    add("class not a Module", "class C:\n    def __call__(self, x):\n        return x\n", "C", ("C",),
+        ("--args", "f32[8]"))
+    add("function raises", "def f(x):\n    raise ValueError('bad value in user code')\n", "f",
+        ("bad value in user code",), ("--args", "f32[8]"))
+    add("function calls sys.exit", "import sys\n\ndef f(x):\n    sys.exit(0)\n", "f", ("sys.exit",), ("--args", "f32[8]"))
+    add("function raises KeyboardInterrupt", "def f(x):\n    raise KeyboardInterrupt\n", "f", ("KeyboardInterrupt",),
+        ("--args", "f32[8]"))
+    add("too few inputs", "def f(a, b):\n    return a + b\n", "f", ("argument",), ("--args", "f32[8]"))
+    add("no inputs, no factory", GOOD_FN, "f", ("no inputs", "--args"))
+    add("inputs factory raises", GOOD_FN + "\ndef f_inputs(device):\n    raise RuntimeError('factory broke')\n",
+        "f", ("factory broke",))
+    add("inputs factory returns one value", GOOD_FN + "\ndef f_inputs(device):\n    return 5\n", "f", (), want=None)
+    add("NUL bytes in the file", b"def f(x):\n    return x\x00 + 1\n", "f", ("t.py",), ("--args", "f32[8]"))
+    add("not UTF-8", b"# \xff\xfe\xfa\ndef f(x):\n    return x + 1\n", "f", ("t.py",), ("--args", "f32[8]"))
+    add("file is a folder", None, "f", ("d.py",), ("--args", "f32[8]"))
+    cases[-1].setup = lambda d: (d / "d.py").mkdir()
+    cases[-1].argv = lambda d: capture(d, f"{d / 'd.py'}::f", "--args", "f32[8]")
+    add("unknown sample", None, "f", ("no sample named",), ("--args", "f32[8]"))
+    cases[-1].argv = lambda d: capture(d, "no_such_sample", "--args", "f32[8]")
+    add("no ::function", None, "f", ("name the function",))
+    cases[-1].setup = lambda d: write(d / "t.py", GOOD_FN)
+    cases[-1].argv = lambda d: capture(d, str(d / "t.py"), "--args", "f32[8]")
+    add("nothing after ::", None, "f", ("nothing after",))
+    cases[-1].argv = lambda d: capture(d, str(d / "t.py") + "::", "--args", "f32[8]")
+    add("empty target", None, "f", ("target",))
+    cases[-1].argv = lambda d: capture(d, "", "--args", "f32[8]")
+    add("bad OPTIONS value", 'OPTIONS = {"mode": "fastest"}\n' + GOOD_FN, "f", ("OPTIONS",), ("--args", "f32[8]"))
+    add("OPTIONS not literal", "OPTIONS = dict(backward=True)\n" + GOOD_FN, "f", ("OPTIONS",), ("--args", "f32[8]"))
+    add("OPTIONS unknown key", 'OPTIONS = {"turbo": True}\n' + GOOD_FN, "f", ("turbo",), ("--args", "f32[8]"))
+    add("--device cuda without a GPU", GOOD_FN, "f", ("cuda",), ("--args", "f32[8]"))
+    cases[-1].argv = lambda d: ["capture", f"{d / 't.py'}::f", "--args", "f32[8]", "--device", "cuda", "-q", "-o",
+                                str(d / "out")]
+    add("KERNELSCOPE_DEVICE=tpu", GOOD_FN, "f", ("tpu",), ("--args", "f32[8]"), env={"KERNELSCOPE_DEVICE": "tpu"})
+    cases[-1].argv = lambda d: ["capture", f"{d / 't.py'}::f", "--args", "f32[8]", "-q", "-o", str(d / "out")]
+    add("--timeout -1", GOOD_FN, "f", ("--timeout",), ("--args", "f32[8]", "--timeout", "-1"))
+    add("--timeout nan", GOOD_FN, "f", ("--timeout",), ("--args", "f32[8]", "--timeout", "nan"))
+    add("--timeout abc", GOOD_FN, "f", ("--timeout",), ("--args", "f32[8]", "--timeout", "abc"))
+    add("--mode bogus", GOOD_FN, "f", ("--mode",), ("--args", "f32[8]", "--mode", "bogus"))
+    add("--backward with --no-grad", GOOD_FN, "f", ("--backward",), ("--args", "f32[8]", "--backward", "--no-grad"))
+    add("--preview with --device cpu", GOOD_FN, "f", ("contradict",), ("--args", "f32[8]", "--preview", "sm_90"))
+    add("hangs: --timeout 4", "import time\n\ndef f(x):\n    time.sleep(300)\n    return x + 1\n", "f",
+        ("4",), ("--args", "f32[8]", "--timeout", "4"))
+    add("hangs at import: --timeout 4", "import time\ntime.sleep(300)\n" + GOOD_FN, "f", ("4",),
+        ("--args", "f32[8]", "--timeout", "4"))
+    add("UI: missing file", None, "f", ("nope.py", "no such file"))
+    cases[-1].argv = lambda d: [f"{d / 'nope.py'}::f"]
+    cases[-1].area = "UI"
+    add("UI: unknown flag", None, "f", ("--frobnicate",))
+    cases[-1].argv = lambda d: ["--frobnicate"]
+    cases[-1].area = "UI"
+    add("UI: missing folder", None, "f", ("nowhere",))
+    cases[-1].argv = lambda d: [str(d / "nowhere") + "/"]
+    cases[-1].area = "UI"
+    add("UI: a plain file", None, "f", ("notes.txt",))
+    cases[-1].setup = lambda d: write(d / "notes.txt", "hello\n")
+    cases[-1].argv = lambda d: [str(d / "notes.txt")]
+    cases[-1].area = "UI"
+    add("UI: empty folder", None, "f", ("bundle",))
+    cases[-1].setup = lambda d: (d / "empty").mkdir()
+    cases[-1].argv = lambda d: [str(d / "empty")]
+    cases[-1].area = "UI"
+    add("show: missing folder", None, "f", ("nowhere",))
+    cases[-1].argv = lambda d: ["show", str(d / "nowhere")]
+    cases[-1].area = "corrupted bundles"
+    add("show: unknown kernel", None, "f", ("nosuchkernel",))
+    cases[-1].setup = lambda d: bundle(d)
+    cases[-1].argv = lambda d: ["show", str(d / "b"), "--kernel", "nosuchkernel", "--artifact", "source"]
+    cases[-1].area = "corrupted bundles"
+    add("show: unknown artifact", None, "f", ("bogus",))
+    cases[-1].setup = lambda d: bundle(d)
+    cases[-1].argv = lambda d: ["show", str(d / "b"), "--kernel", KERNEL, "--artifact", "bogus"]
+    cases[-1].area = "corrupted bundles"
+    add("show: --arch sm_1", None, "f", ("sm_1",))
+    cases[-1].setup = lambda d: bundle(d)
+    cases[-1].argv = lambda d: ["show", str(d / "b"), "--kernel", KERNEL, "--artifact", "sass", "--arch", "sm_1"]
+    cases[-1].area = "corrupted bundles"
+    add("diff: a bundle with itself missing", None, "f", ("nowhere",))
+    cases[-1].setup = lambda d: bundle(d)
+    cases[-1].argv = lambda d: ["diff", str(d / "b"), str(d / "nowhere")]
+    cases[-1].area = "corrupted bundles"
+    add("bench: --counts on a missing folder", None, "f", ("nowhere",))
+    cases[-1].argv = lambda d: ["bench", str(d / "nowhere"), "--counts"]
+    cases[-1].area = "corrupted bundles"
+    for c in cases:
+        if c.area != "bad targets":
+            c.timeout = 30
+    return cases
+
+
+BAD_ARGS = [
+    ("unclosed bracket", "f32[8", ("f32[8",)),
+    ("extra bracket", "f32[8]]", ("f32[8]]",)),
+    ("negative size", "f32[-1]", ("-1",)),
+    ("fractional size", "f32[1.5]", ("1.5",)),
+    ("unknown dtype", "f33[8]", ("f33",)),
+    ("complex dtype", "c64[8]", ("c64",)),
+    ("empty", "", ("empty",)),
+    ("blank", "   ", ("--args",)),
+    ("lone comma", ",", ("--args",)),
+    ("double comma", "f32[8],,f32[8]", ("empty",)),
+    ("empty call between ;", "f32[8];;f32[8]", ("empty call",)),
+    ("reversed range", "i64[8] 5..1", ("5..1",)),
+    ("range not numbers", "i64[8] 0..abc", ("0..abc",)),
+    ("range on floats", "f32[8] 0..5", ("integer",)),
+    ("range does not fit", "i8[4] 0..1000", ("i8",)),
+    ("grad on integers", "i64[8] grad", ("grad",)),
+    ("unknown suffix", "f32[8] fast", ("fast",)),
+    ("grad twice", "f32[8] grad grad", ("grad",)),
+    ("bare word", "hello", ("hello",)),
+    ("python expression", "torch.randn(8)", ("torch.randn",)),
+    ("nan scalar", "nan", ("nan",)),
+    ("rank 100, 2**100 elements", "f32[" + ", ".join(["2"] * 100) + "]", ("inputs",)),
+    ("100 KB spec", "f32[8] " + "x" * 100_000, ("--args",)),
+    ("huge size (400 GB)", "f32[99999999999]", ("400.0 GB",)),
+    ("16 TB of inputs", "f32[4000000, 1000000]", ("TB",)),
+    ("size past int64", "f32[99999999999999999999999]", ("f32[99999999999999999999999]",)),
+    ("unicode digits", "f32[８]", ("f32[８]",)),
+    ("many calls, one bad", "f32[8]; f32[8]; f32[x]", ("f32[x]",)),
+]
+
+
+def args_cases() -> list[Case]:
+    cases = []
+    for name, spec, words in BAD_ARGS:
+        cases.append(Case("bad --args", name, (lambda text: lambda d: capture(d, f"{d / 't.py'}::f", "--args", text))(spec),
+                          want=2, words=words, setup=lambda d: write(d / "t.py", GOOD_FN), timeout=90,
+                          check=lambda d, o: (d / "out").exists() and o.problems.append("left a bundle")))
+    return cases
+
+
+def _ro(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o500)
+    return path
+
+
+def _user_folder(d: Path) -> None:
+    mine = d / "mine"
+    write(mine / "bundle.json", '{"mine": true}')
+    write(mine / "notes.txt", "keep me")
+    write(mine / "data" / "x.csv", "1,2,3")
+
+
+def _unchanged(rel: str, text: str) -> Callable[[Path, Outcome], None]:
+    def check(d: Path, o: Outcome) -> None:
+        p = d / rel
+        if not p.is_file() or p.read_text() != text:
+            o.problems.append(f"{rel} was changed or removed")
+    return check
+
+
+def _bundle_intact(rel: str) -> Callable[[Path, Outcome], None]:
+    def check(d: Path, o: Outcome) -> None:
+        if (d / rel / "bundle.json").read_bytes() != (FIXTURE / "bundle.json").read_bytes():
+            o.problems.append(f"{rel}/bundle.json was changed")
+    return check
+
+
+def output_cases(compiles: bool) -> list[Case]:
+    C = []
+    fail_import = "raise RuntimeError('boom at import')\n" + GOOD_FN
+
+    def cap(name, out, words, setup=None, want=2, keep=(), check=None, force=True, tgt_text=GOOD_FN, **kw):
+        def s(d: Path) -> None:
+            write(d / "t.py", tgt_text)
+            if setup:
+                setup(d)
+        C.append(Case("output paths", name, lambda d: capture(d, f"{d / 't.py'}::f", "--args", "f32[8]",
+                                                              *(["--force"] if force else []), out=out(d)),
+                      want=want, words=words, setup=s, keep=keep, check=check, timeout=90, **kw))
+
+    cap("-o . --force", lambda d: ".", ("current folder",), setup=lambda d: write(d / "cwd" / "bundle.json",
+        json.dumps({"schema": "kernelscope.bundle", "version": 1})), keep=("cwd/bundle.json",))
+    cap("-o .. --force", lambda d: "..", ("parent",))
+    cap("-o '~' (a folder named ~, no shell)", lambda d: "~", (), want=None, setup=lambda d: write(d / "home" / "notes.txt", "keep"),
+        keep=("home/notes.txt",))
+    cap("-o $HOME --force", lambda d: str(d / "home"), ("home",))
+    cap("-o / --force", lambda d: "/", ("/",))
+    cap("-o a file", lambda d: str(d / "afile"), ("afile",), setup=lambda d: write(d / "afile", "mine"),
+        check=_unchanged("afile", "mine"), force=False)
+    cap("-o a file --force", lambda d: str(d / "afile"), ("afile",), setup=lambda d: write(d / "afile", "mine"),
+        check=_unchanged("afile", "mine"))
+    cap("-o below a file", lambda d: str(d / "afile" / "below"), ("afile",), setup=lambda d: write(d / "afile", "x"),
+        force=False)
+    cap("-o read-only folder", lambda d: str(d / "ro" / "out"), ("ro",), setup=lambda d: _ro(d / "ro"), force=False,
+        needs_non_root=True)
+    cap("-o read-only folder (it exists)", lambda d: str(d / "ro"), ("ro",), setup=lambda d: _ro(d / "ro"),
+        force=False, needs_non_root=True)
+    cap("-o name too long", lambda d: str(d / ("x" * 300)), ("x" * 20,), force=False)
+    cap("-o empty string (the default folder)", lambda d: "", (), force=False, want=None)
+    cap("--force on a non-bundle with files", lambda d: str(d / "mine"), ("not a kernelscope bundle",),
+        setup=_user_folder, keep=("mine/notes.txt", "mine/data/x.csv"), check=_unchanged("mine/bundle.json", '{"mine": true}'))
+    cap("no --force on a non-bundle with files", lambda d: str(d / "mine"), ("mine",), setup=_user_folder,
+        keep=("mine/notes.txt", "mine/data/x.csv"), force=False)
+    cap("no --force on a bundle", lambda d: str(d / "b"), ("--force",), setup=lambda d: bundle(d), force=False,
+        check=_bundle_intact("b"))
+    cap("--force on a bundle, capture fails", lambda d: str(d / "b"), ("boom at import",),
+        setup=lambda d: (bundle(d), write(d / "b" / "notes.txt", "keep")), tgt_text=fail_import,
+        keep=("b/notes.txt",), check=_bundle_intact("b"))
+    cap("-o an existing empty folder, no --force", lambda d: str(d / "empty"), ("already exists",),
+        setup=lambda d: (d / "empty").mkdir(), tgt_text=fail_import, force=False,
+        check=lambda d, o: (d / "empty").is_dir() or o.problems.append("the empty folder was removed"))
+
+    def opn(name, out, words, setup=None, want=2, keep=(), check=None, force=True, **kw):
+        def s(d: Path) -> None:
+            shutil.copytree(TRACE_FIXTURE, d / "trace")
+            if setup:
+                setup(d)
+        C.append(Case("output paths", name, lambda d: ["open", str(d / "trace"), "--no-ui", "-o", out(d),
+                                                       *(["--force"] if force else [])],
+                      want=want, words=words, setup=s, keep=keep, check=check, timeout=90, **kw))
+
+    opn("open -o . --force", lambda d: ".", ("current folder",))
+    opn("open -o $HOME --force", lambda d: str(d / "home"), ("home",))
+    opn("open -o a file", lambda d: str(d / "afile"), ("afile",), setup=lambda d: write(d / "afile", "mine"),
+        check=_unchanged("afile", "mine"))
+    opn("open -o read-only folder", lambda d: str(d / "ro" / "out"), ("ro",), setup=lambda d: _ro(d / "ro"),
+        needs_non_root=True)
+    opn("open --force on a non-bundle with files", lambda d: str(d / "mine"), ("not a kernelscope bundle",),
+        setup=_user_folder, keep=("mine/notes.txt", "mine/data/x.csv"))
+
+    def replaced(d: Path, o: Outcome) -> None:
+        m = manifest(d / "b")
+        if m.get("target", {}).get("name") == manifest(FIXTURE).get("target", {}).get("name") and \
+                (d / "b" / "bundle.json").read_bytes() == (FIXTURE / "bundle.json").read_bytes():
+            o.problems.append("the bundle was not replaced")
+        if (d / "b" / "notes.txt").read_text() != "keep me":
+            o.problems.append("notes.txt changed")
+    opn("open --force on a real bundle with an extra file", lambda d: str(d / "b"), (), want=0,
+        setup=lambda d: (bundle(d), write(d / "b" / "notes.txt", "keep me"), write(d / "b" / "plots" / "a.png", "p")),
+        keep=("b/notes.txt", "b/plots/a.png"), check=replaced)
+
+    def rep(name, out, words, setup=None, want=2, keep=(), check=None, **kw):
+        def s(d: Path) -> None:
+            bundle(d)
+            if setup:
+                setup(d)
+        C.append(Case("output paths", name, lambda d: ["report", str(d / "b"), "--format", "md", "-o", out(d)],
+                      want=want, words=words, setup=s, keep=keep, check=check, timeout=30, **kw))
+
+    rep("report -o a folder", lambda d: str(d / "cwd"), ("cwd",))
+    rep("report -o a missing folder's file", lambda d: str(d / "nowhere" / "r.md"), ("nowhere",))
+    rep("report -o read-only", lambda d: str(d / "ro" / "r.md"), ("ro",), setup=lambda d: _ro(d / "ro"),
+        needs_non_root=True)
+    rep("report -o the bundle's own manifest", lambda d: str(d / "b" / "bundle.json"), ("bundle.json",),
+        check=_bundle_intact("b"))
+
+    if compiles:
+        big_print = "import torch\n\ndef f(x):\n    print('x' * (50 << 20))\n    return x + 1\n"
+
+        def check_real(d: Path, o: Outcome) -> None:
+            if (d / "b" / "notes.txt").read_text() != "keep me":
+                o.problems.append("notes.txt was changed")
+            if (d / "b" / "bundle.json").read_bytes() == (FIXTURE / "bundle.json").read_bytes():
+                o.problems.append("the bundle was not replaced")
+            kept = (d / "b" / "logs" / "stdout.txt")
+            if kept.is_file() and kept.stat().st_size > 20 << 20:
+                o.problems.append(f"kept {kept.stat().st_size >> 20} MB of the function's output")
+            if not (d / "b" / "kernels").is_dir():
+                o.problems.append("no kernels/ in the new bundle")
+        cap("compiled: --force on a real bundle with an extra file (function prints 50 MB)", lambda d: str(d / "b"),
+            ("captured",), want=0, tgt_text=big_print,
+            setup=lambda d: (bundle(d), write(d / "b" / "notes.txt", "keep me")), keep=("b/notes.txt",),
+            check=check_real, compiles=True)
+        C[-1].timeout = 300
+    return C
+
+
+def kill_cases() -> list[Case]:
+    C = []
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL):
+        C.append(Case("kills", f"{sig.name} to the parent while the child imports the target",
+                      runner=kill_runner(sig), want=None, timeout=150))
+    C.append(Case("kills", "SIGINT to the parent while the function runs", runner=kill_runner(signal.SIGINT,
+                                                                                              source=SLOW_IN_FN),
+                  want=None, timeout=150))
+    C.append(Case("kills", "SIGKILL to the parent while the function runs", runner=kill_runner(signal.SIGKILL,
+                                                                                               source=SLOW_IN_FN),
+                  want=None, timeout=150))
+    C.append(Case("kills", "SIGKILL to the child", runner=kill_runner(signal.SIGKILL, who="child"), want=2,
+                  words=("killed",), timeout=150))
+    C.append(Case("kills", "SIGTERM to the child", runner=kill_runner(signal.SIGTERM, who="child"), want=2,
+                  words=("SIGTERM",), timeout=150))
+    return C
+
+
+def bundle_cases() -> list[Case]:
+    C = []
+    for cname, how, want, words in CORRUPTIONS:
+        for mname, argv in BUNDLE_COMMANDS:
+            if mname not in PLAN[cname]:
+                continue
+            w, ws = want, words
+            if cname == "missing files" and mname == "show --artifact":
+                w, ws = 2, ("cannot read",)
+            checks = [no_escape_bytes]
+            if cname.startswith("control") and mname == "report md":
+                checks.append(md_escaped)
+            if cname.startswith("control") and mname == "report html":
+                checks.append(html_escaped)
+            C.append(Case("corrupted bundles", f"{cname}: {mname}", (lambda a: lambda d: a(d / "x"))(argv), want=w,
+                          words=ws, setup=corrupted_setup(how), timeout=60,
+                          check=(lambda cs: lambda d, o: [c(d, o) for c in cs])(checks)))
+        if "ui" not in PLAN[cname]:
+            continue
+        C.append(Case("UI", f"{cname}: load", runner=ui_runner, want=want if want == 2 else 0, words=words,
+                      setup=corrupted_setup(how), timeout=90))
+    return C
+
+
+def trace_cases() -> list[Case]:
+    return [
+        open_case("random text", {"x.log": "just some text\nnothing here\n" * 100}, 2, ("no TORCH_TRACE",),
+                  check=no_bundle_written),
+        open_case("binary", {"x.log": bytes(range(256)) * 200}, 2, ("no TORCH_TRACE",), check=no_bundle_written),
+        open_case("NUL bytes", {"x.log": b"\0" * 100_000}, 2, ("no TORCH_TRACE",), check=no_bundle_written),
+        open_case("gzip data", {"x.log.gz": b"\x1f\x8b\x08\x00" + os.urandom(4000)}, 2, ("TORCH_TRACE",),
+                  check=no_bundle_written),
+        open_case("not JSON after the header", {"x.log": envelopes("{not json", "[1, 2")}, 2, ("no TORCH_TRACE",),
+                  check=no_bundle_written),
+        open_case("only malformed envelopes", {"x.log": envelopes({"frame_id": [1], "dynamo_start": {}},
+                                                                   {"artifact": "x", "frame_id": "a"})},
+                  2, ("no TORCH_TRACE",), check=no_bundle_written),
+        open_case("some malformed, one good", {"x.log": envelopes(GOOD_RECORD, "{broken", {"artifact": 5},
+                                                                   {"str": ["a", 1]})}, 0, ()),
+        open_case("deep nesting in a record", {"x.log": envelopes('{"dynamo_start": ' + "[" * 50_000 + "]" * 50_000 +
+                                                                   ', "frame_id": 0}', GOOD_RECORD)}, None, ()),
+        open_case("NaN and huge numbers", {"x.log": envelopes('{"dynamo_start": {"stack": []}, "frame_id": NaN}',
+                                                               '{"dynamo_start": {}, "frame_id": 1e999}',
+                                                               GOOD_RECORD)}, None, ()),
+        open_case("empty folder", None, 2, ("trace",), check=no_bundle_written),
+        open_case("empty log", {"x.log": ""}, 2, ("TORCH_TRACE",), check=no_bundle_written),
+        open_case("huge line (60 MB)", {"x.log": TRACE_HEAD + '{"str": ["' + "a" * (60 << 20) + '"]}\n' +
+                                        envelopes(GOOD_RECORD)}, None, (), timeout=90),
+        open_case("huge line without newline", {"x.log": "V" * (60 << 20)}, 2, ("TORCH_TRACE",), timeout=90,
+                  check=no_bundle_written),
+        open_case("a log that is a folder", {"sub.log/x": "hi"}, 2, ("TORCH_TRACE",), check=no_bundle_written),
+        open_case("--rank 99", None, 2, ("99",), extra=["--rank", "99"]),
+        open_case("--rank -1", None, 2, ("-1",), extra=["--rank", "-1"]),
+        open_case("--triton-cache missing", None, 2, ("nowhere",), extra=["--triton-cache", "/nowhere/kx"]),
+        open_case("--stderr-log missing", None, 2, ("nowhere",), extra=["--stderr-log", "/nowhere/kx.txt"]),
+        open_case("--stderr-log binary", None, None, (), extra=["--stderr-log", "BIN"]),
+        Case("TORCH_TRACE imports", "missing path", lambda d: ["open", str(d / "nowhere"), "--no-ui"], words=("nowhere",)),
+        Case("TORCH_TRACE imports", "unreadable log", lambda d: ["open", str(d / "trace"), "--no-ui", "-o", str(d / "out")],
+             words=("x.log",), setup=lambda d: (trace_dir(d, {"x.log": envelopes(GOOD_RECORD)}),
+                                                (d / "trace" / "x.log").chmod(0)), needs_non_root=True),
+        Case("TORCH_TRACE imports", "a real trace (control)", lambda d: ["open", str(d / "trace"), "--no-ui", "-o",
+                                                                         str(d / "out")],
+             want=0, setup=lambda d: shutil.copytree(TRACE_FIXTURE, d / "trace"), timeout=90),
+    ]
+
+
+def _fix_trace_cases(cases: list[Case]) -> None:
+    """Cases above that need a real trace or a binary stderr log."""
+    for c in cases:
+        if c.name in ("--rank 99", "--rank -1", "--triton-cache missing", "--stderr-log missing", "--stderr-log binary"):
+            c.setup = lambda d: (shutil.copytree(TRACE_FIXTURE, d / "trace"), write(d / "BIN", bytes(range(256)) * 4000))
+            base = c.argv
+            c.argv = (lambda argv: lambda d: [str(d / "BIN") if a == "BIN" else a for a in argv(d)])(base)
+
+
+def serve_cases() -> list[Case]:
+    S = "serve"
+    return [
+        Case(S, "page without the token", runner=serve_probe("/", 403), want=0),
+        Case(S, "page with a wrong token", runner=serve_probe("/?token=wrong{token}", 403), want=0),
+        Case(S, "page with an empty token", runner=serve_probe("/?token=", 403), want=0),
+        Case(S, "page with the token (control)", runner=serve_probe("/?token={token}", 200), want=0),
+        Case(S, "page for a rebound Host", runner=serve_probe("/?token={token}", 403, Host="evil.example:{port}"),
+             want=0),
+        Case(S, "socket without the token", runner=serve_probe("/ws", 403, ws=True), want=0),
+        Case(S, "socket with a wrong token", runner=serve_probe("/ws?token=nope", 403, ws=True), want=0),
+        Case(S, "socket from a foreign Origin", runner=serve_probe("/ws?token={token}", 403, ws=True,
+                                                                   Origin="http://evil.example"), want=0),
+        Case(S, "socket from another local port", runner=serve_probe("/ws?token={token}", 403, ws=True,
+                                                                     Origin="http://localhost:1"), want=0),
+        Case(S, "socket with Origin null", runner=serve_probe("/ws?token={token}", 403, ws=True, Origin="null"), want=0),
+        Case(S, "busy port", runner=busy_port_runner, words=("port",), timeout=60),
+        Case(S, "port 0", lambda d: ["serve", "--port", "0"], words=("out of range",), timeout=60),
+        Case(S, "port 70000", lambda d: ["serve", "--port", "70000"], words=("out of range",), timeout=60),
+        Case(S, "port -5", lambda d: ["serve", "--port", "-5"], words=("out of range",), timeout=60),
+        Case(S, "port abc", lambda d: ["serve", "--port", "abc"], words=("--port",), timeout=60),
+        Case(S, "--host 0.0.0.0", lambda d: ["serve", "--host", "0.0.0.0"], words=("loopback",), timeout=60),
+        Case(S, "--host evil.example", lambda d: ["serve", "--host", "evil.example"], words=("loopback",), timeout=60),
+        Case(S, "a corrupted bundle", runner=serve_starts(lambda d: ["serve", str(d / "x"), "--port", str(free_port())]),
+             words=("refusing",), setup=corrupted_setup(c_traversal), timeout=60),
+        Case(S, "a missing bundle folder", runner=serve_starts(lambda d: ["serve", str(d / "nowhere") + "/",
+                                                                          "--port", str(free_port())]),
+             words=("nowhere",), timeout=60),
+        Case(S, "a missing target file", runner=serve_starts(lambda d: ["serve", f"{d / 'nope.py'}::f",
+                                                                        "--port", str(free_port())]),
+             words=("nope.py",), timeout=60),
+        Case(S, "--talk with a missing script", lambda d: ["serve", "--talk", str(d / "nope.toml"), "--port",
+                                                           str(free_port())], words=("nope.toml",), timeout=60),
+        Case(S, "--talk with a broken script", lambda d: ["serve", "--talk", str(d / "t.toml"), "--port",
+                                                          str(free_port())], words=("t.toml",), timeout=60,
+             setup=lambda d: write(d / "t.toml", "[[step]\nbundle = \n")),
+    ]
+
+
+def size_cases() -> list[Case]:
+    def token_setup(d: Path) -> None:
+        bundle(d, "a")
+        b = bundle(d, "x")
+        rel = kernel_rel(b)
+        (b / rel).write_text((b / rel).read_text() + "# " + "x/" * 500_000 + "\n")
+
+    def huge_source(d: Path) -> None:
+        bundle(d, "good")
+        b = bundle(d, "x")
+        (b / kernel_rel(b)).write_text("x = '" + "a" * (50 << 20) + "'\n")
+
+    def cut_and_small(limit: int) -> Callable[[Path, Outcome], None]:
+        def check(d: Path, o: Outcome) -> None:
+            if len(o.out) > limit:
+                o.problems.append(f"printed {len(o.out) >> 10} KB")
+        return check
+
+    def fast(limit: float, size_limit: int) -> Callable[[Path, Outcome], None]:
+        def check(d: Path, o: Outcome) -> None:
+            if o.seconds > limit:
+                o.problems.append(f"took {o.seconds:.1f} s (more than {limit:.0f} s)")
+            cut_and_small(size_limit)(d, o)
+        return check
+
+    Z = "size"
+    return [
+        Case(Z, "1 MB token: diff", lambda d: ["diff", str(d / "a"), str(d / "x")], want=0, setup=token_setup,
+             check=fast(10, 200_000), timeout=60),
+        Case(Z, "1 MB token: diff --stages", lambda d: ["diff", str(d / "a"), str(d / "x"), "--stages"], want=0,
+             setup=token_setup, check=fast(15, 400_000), timeout=60),
+        Case(Z, "1 MB token: diff --format md", lambda d: ["diff", str(d / "a"), str(d / "x"), "--format", "md"],
+             want=0, setup=token_setup, check=fast(10, 400_000), timeout=60),
+        Case(Z, "50 MB one-line source: report html", lambda d: ["report", str(d / "x"), "--format", "html"], want=0,
+             setup=huge_source, check=fast(30, 2_000_000), timeout=120),
+        Case(Z, "50 MB one-line source: report md", lambda d: ["report", str(d / "x"), "--format", "md"], want=0,
+             setup=huge_source, check=fast(30, 2_000_000), timeout=120),
+        Case(Z, "50 MB one-line source: diff", lambda d: ["diff", str(d / "good"), str(d / "x")], want=0,
+             setup=huge_source, check=fast(30, 2_000_000), timeout=120),
+        Case(Z, "50 MB one-line source: show --artifact", lambda d: ["show", str(d / "x"), "--kernel", KERNEL,
+                                                                     "--artifact", "source"],
+             want=0, setup=huge_source, check=fast(30, 60 << 20), timeout=120),
+        Case(Z, "50 MB one-line source: UI load", runner=ui_runner, want=0, setup=huge_source,
+             check=fast(60, 10_000), timeout=150),
+        Case(Z, "50 MB manifest", lambda d: ["show", str(d / "x")], want=None, timeout=90,
+             setup=lambda d: (bundle(d, "x"), edit(d / "x", lambda m: m["extra"].__setitem__("pad", "p" * (50 << 20)))),
+             check=fast(30, 200_000)),
+    ]
+
+
+def all_cases(compiles: bool) -> list[Case]:
+    traces = trace_cases()
+    _fix_trace_cases(traces)
+    cases = [*target_cases(), *args_cases(), *output_cases(compiles), *kill_cases(), *bundle_cases(), *traces,
+             *serve_cases(), *size_cases()]
+    return cases
+
+
+# -- running them all ------------------------------------------------------------------------------
+
+def snapshot_outside() -> dict[str, object]:
+    home = Path.home()
+    git = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True).stdout
+    return {"repo": git,
+            "home": sorted(p.name for p in home.iterdir()) if home.is_dir() else [],
+            "captures": sorted(p.name for p in (home / "kernelscope-captures").glob("*"))
+            if (home / "kernelscope-captures").is_dir() else []}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=3, help="cases at a time (default 3)")
+    ap.add_argument("--only", help="areas, comma-separated (e.g. 'serve,kills')")
+    ap.add_argument("--grep", help="only cases whose name contains this")
+    ap.add_argument("--no-compile", action="store_true", help="leave out the cases that compile for real")
+    ap.add_argument("--keep", action="store_true", help="keep the temp folder (printed)")
+    ap.add_argument("--list", action="store_true", help="list the cases and stop")
+    ap.add_argument("-v", "--verbose", action="store_true", help="a line per case as it ends")
+    args = ap.parse_args(argv)
+
+    cases = all_cases(not args.no_compile)
+    skipped = [c for c in cases if c.needs_non_root and os.geteuid() == 0]
+    cases = [c for c in cases if c not in skipped]
+    if args.only:
+        wanted = {a.strip() for a in args.only.split(",")}
+        cases = [c for c in cases if c.area in wanted]
+    if args.grep:
+        cases = [c for c in cases if args.grep.lower() in c.name.lower()]
+    if args.list:
+        for c in cases:
+            print(f"{c.area:<22} {c.name}")
+        print(f"{len(cases)} cases")
+        return 0
+
+    root = Path(tempfile.mkdtemp(prefix="kernelscope-hostile-"))
+    before = snapshot_outside()
+    started = time.perf_counter()
+    results: list[tuple[Case, Outcome]] = [None] * len(cases)  # type: ignore[list-item]
+    # Kills and compiles are timed by the machine's load: run them first, the quick ones around them.
+    order = sorted(range(len(cases)), key=lambda i: (not (cases[i].area == "kills" or cases[i].compiles), i))
+    done = 0
+
+    def one(i: int) -> None:
+        nonlocal done
+        o = run_case(cases[i], root, i)
+        results[i] = (cases[i], o)
+        done += 1
+        if args.verbose:
+            mark = "FAIL" if o.problems else "MSG " if o.wrong else "ok  "
+            print(f"[{done:3d}/{len(cases)}] {mark} {o.seconds:5.1f}s {cases[i].area}: {cases[i].name}",
+                  file=sys.stderr, flush=True)
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            list(pool.map(one, order))
+    finally:
+        Server.stop()
+        for p in root.rglob("*"):  # read-only folders made by the cases
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    p.chmod(p.stat().st_mode | stat.S_IRWXU)
+                elif p.is_file() and not p.is_symlink():
+                    p.chmod(p.stat().st_mode | stat.S_IRUSR | stat.S_IWUSR)
+            except OSError:
+                pass
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    after = snapshot_outside()
+    elapsed = time.perf_counter() - started
+
+    outside = []
+    if after["repo"] != before["repo"]:
+        outside.append("the repository's working tree changed")
+    if after["home"] != before["home"] or after["captures"] != before["captures"]:
+        outside.append("the home folder changed")
+
+    rows = []
+    for area in AREAS:
+        rs = [(c, o) for c, o in results if c.area == area]
+        if not rs:
+            continue
+        failed = sum(1 for _, o in rs if o.problems)
+        wrong = sum(1 for _, o in rs if not o.problems and o.wrong)
+        rows.append((area, len(rs), len(rs) - failed - wrong, wrong, failed))
+    total = tuple(sum(r[i] for r in rows) for i in range(1, 5))
+    w = max(len(r[0]) for r in rows) if rows else 10
+    print(f"{'area':<{w}}  {'cases':>5}  {'clean':>5}  {'wrong message':>13}  {'failed':>6}")
+    for area, n, clean, wrong, failed in rows:
+        print(f"{area:<{w}}  {n:>5}  {clean:>5}  {wrong:>13}  {failed:>6}")
+    print(f"{'total':<{w}}  {total[0]:>5}  {total[1]:>5}  {total[2]:>13}  {total[3]:>6}")
+    print(f"({elapsed:.0f} s, {args.jobs} at a time{'; temp folder kept: ' + str(root) if args.keep else ''}"
+          f"{f'; {len(skipped)} permission cases skipped: root ignores permissions' if skipped else ''})")
+    bad = [(c, o) for c, o in results if o.problems or o.wrong]
+    if bad:
+        print()
+    for c, o in bad:
+        kind = "FAILED" if o.problems else "MESSAGE"
+        said = (message_lines(o.err) or [""])[-1].strip()[:220]
+        print(f"{kind:<7} {c.area}: {c.name}: {'; '.join(o.problems or o.wrong)}"
+              f" [exit {o.rc}, {o.seconds:.1f} s]{': ' + repr(said) if said else ''}")
+    for line in outside:
+        print(f"OUTSIDE {line}")
+    return 1 if bad or outside else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
