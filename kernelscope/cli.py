@@ -9,13 +9,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import os
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 from kernelscope import __version__
+from kernelscope.capture.spec import add_capture_arguments
+from kernelscope.errors import UsageError
 from kernelscope.units import plural
 
 EXIT_USAGE = 2
@@ -32,85 +33,13 @@ EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class UsageError(Exception):
-    """Bad input; printed as one line, exit status 2."""
-
-
-def add_capture_options(p: argparse.ArgumentParser) -> None:
-    from kernelscope.capture.runner import MODES, PREVIEW_ARCHES
-
-    p.add_argument("--args", dest="args_spec", metavar="SPEC",
-                   help='input shapes as FX prints them: "f32[4096, 1024], f32[1024]"; add " grad" for requires_grad; '
-                        'separate several calls with ";" to see recompiles')
-    p.add_argument("--mode", choices=MODES, default=None, help="torch.compile mode (default: default)")
-    dyn = p.add_mutually_exclusive_group()
-    dyn.add_argument("--dynamic", dest="dynamic", action="store_true", default=None, help="dynamic=True")
-    dyn.add_argument("--no-dynamic", dest="dynamic", action="store_false", help="dynamic=False")
-    p.add_argument("--fullgraph", action="store_true", default=None, help="fullgraph=True: a graph break is an error")
-    p.add_argument("--backward", action="store_true", default=None,
-                   help="also capture the backward pass (outputs summed to a scalar, then .backward())")
-    p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when there is one")
-    grad = p.add_mutually_exclusive_group()
-    grad.add_argument("--no-grad", dest="no_grad", action="store_true", default=None,
-                      help="call the compiled function under torch.no_grad() (an inference graph)")
-    grad.add_argument("--inference-mode", dest="inference_mode", action="store_true", default=None,
-                      help="call it under torch.inference_mode()")
-    p.add_argument("--eval", dest="eval_mode", action="store_true", default=None,
-                   help="module.eval() first (dropout off, batch norm running stats)")
-    p.add_argument("--passes", action="store_true", help="also dump every MLIR pass of each Triton kernel")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="stop a compile that runs longer")
-    p.add_argument("--preview", choices=PREVIEW_ARCHES, default=None, metavar="ARCH",
-                   help="what Inductor would emit for this GPU arch (" + "|".join(PREVIEW_ARCHES) + "), with no GPU: "
-                        "generated, never run")
-
-
-def capture_options_from(args: argparse.Namespace, target) -> tuple:
-    from kernelscope.capture.runner import CaptureOptions
-    from kernelscope.target import parse_calls
-
-    defaults = dict(target.sample_options)
-
-    def pick(name: str, attr: str) -> bool:
-        value = getattr(args, attr, None)
-        return bool(value if value is not None else defaults.get(name, False))
-
-    opts = CaptureOptions(
-        mode=args.mode or defaults.get("mode", "default"),
-        dynamic=args.dynamic if args.dynamic is not None else defaults.get("dynamic"),
-        fullgraph=bool(args.fullgraph if args.fullgraph is not None else defaults.get("fullgraph", False)),
-        backward=bool(args.backward if args.backward is not None else defaults.get("backward", False)),
-        device=args.device or os.environ.get("KERNELSCOPE_DEVICE") or None,
-        passes=bool(getattr(args, "passes", False)),
-        timeout=args.timeout,
-        no_grad=pick("no_grad", "no_grad"), inference_mode=pick("inference_mode", "inference_mode"),
-        eval=pick("eval", "eval_mode"),
-        preview=getattr(args, "preview", None),
-    )
-    if opts.no_grad and opts.inference_mode:
-        opts.no_grad = False  # inference_mode already turns grad off
-    if opts.backward and (opts.no_grad or opts.inference_mode):
-        raise UsageError("--backward needs grad: drop --no-grad / --inference-mode (or the target's OPTIONS)")
-    if opts.preview and opts.mode.startswith("max-autotune"):
-        raise UsageError(f"--mode {opts.mode} cannot be previewed: it picks kernels by timing them on the GPU; "
-                         "use --mode default or reduce-overhead with --preview")
-    if opts.preview and args.device == "cpu":
-        raise UsageError("--preview and --device cpu contradict each other: a preview is for a CUDA GPU; drop one")
-    if opts.timeout is not None and opts.timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
-    args_spec = args.args_spec if args.args_spec is not None else defaults.get("args")
-    specs = parse_calls(args_spec)[0] if args_spec is not None else None
-    if specs is None and not target.has_inputs_factory:
-        raise UsageError(f"{target.spec}: no inputs; pass --args \"f32[1024], ...\" or define "
-                         f"{target.name}_inputs(device) next to it")
-    return opts, specs
-
-
 def cmd_capture(args: argparse.Namespace) -> int:
     from kernelscope.capture.runner import Capture, CaptureError, default_out
+    from kernelscope.capture.spec import spec_from_args
     from kernelscope.target import resolve_target
 
     target = resolve_target(args.target)
-    opts, specs = capture_options_from(args, target)
+    spec = spec_from_args(args, target)
     out = Path(args.out) if args.out else default_out(target)
     quiet = args.quiet
 
@@ -125,9 +54,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             counts = f" [{plural(event.get('graphs', 0), 'graph')}, {plural(event.get('kernels', 0), 'kernel')}]"
         print(f"  {phase:<9} {event.get('message', '')}{counts}", file=sys.stderr, flush=True)
 
-    args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
-    capture = Capture(target, out, args=specs, args_text=args_text, options=opts, replace=args.force,
-                      on_event=progress)
+    capture = Capture(spec, out, replace=args.force, on_event=progress)
     try:
         result = capture.run()
     except CaptureError as exc:
@@ -180,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", help="bundle folder to write (default: ./kernelscope-captures/NAME-TIME)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at -o")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    add_capture_options(p)
+    add_capture_arguments(p)
     p.set_defaults(func=cmd_capture)
 
     p = sub.add_parser("show", help="print a bundle: summary, --json, or one --artifact")
@@ -219,7 +146,7 @@ def _ui_main(argv: list[str], debug: bool) -> int:
     parser.add_argument("what", nargs="?")
     parser.add_argument("-o", "--out")
     parser.add_argument("--big", action="store_true", help="presentation mode: fewer, larger panes")
-    add_capture_options(parser)
+    add_capture_arguments(parser)
     args, rest = parser.parse_known_args(argv)
     if rest:
         raise UsageError(f"unknown arguments: {' '.join(rest)}; see `kernelscope --help`")
