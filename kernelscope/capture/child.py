@@ -19,6 +19,7 @@ import threading
 import traceback
 from pathlib import Path
 
+from kernelscope.capture import torch_hooks
 from kernelscope.capture.spec import EXIT_FAILED, EXIT_INTERNAL, EXIT_NO_BUNDLE, EXIT_OK, CaptureSpec, Events, SpecError
 
 # The contract's names, here for the bench child (and whoever imported them from here).
@@ -87,12 +88,7 @@ def _setup_environment(work: Path, spec: CaptureSpec) -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
-    logs = "output_code,graph_breaks,recompiles"
-    if spec.options.mode in ("reduce-overhead", "max-autotune"):
-        # Whether each graph's CUDA graph was recorded or skipped (and why): Inductor's cudagraphs and
-        # perf_hints logs, and cudagraph_trees' INFO "Recording cudagraph tree for ..." lines.
-        logs += ",cudagraphs,perf_hints,torch._inductor.cudagraph_trees"
-    os.environ["TORCH_LOGS"] = logs
+    os.environ["TORCH_LOGS"] = torch_hooks.torch_logs(spec.options.mode)
     os.environ.pop("TORCH_LOGS_FORMAT", None)  # keep torch's own glog format: what a user sees
     os.environ["INDUCTOR_PROVENANCE"] = "1"  # provenance tracking (torch >= 2.9 reads this)
 

@@ -1,7 +1,8 @@
 """One capture inside the child: load the target, make inputs, torch.compile, run, collect.
 
-The only module (with kernelscope.capture.bench) that imports torch. Public hooks only:
-TORCH_TRACE, TORCH_LOGS, torch.compile options, Inductor's documented config flags.
+Imports torch (as do the preview's patches and bench/measure.py). Public hooks only: TORCH_TRACE,
+TORCH_LOGS, torch.compile options; the private logger names and exception modules it listens to
+are in capture/torch_hooks.py.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 
 from kernelscope.bundle.io import save_manifest
 from kernelscope.bundle.model import Bundle
+from kernelscope.capture import torch_hooks
 from kernelscope.capture.collect import write_bundle_from_work
 from kernelscope.capture.spec import EXIT_FAILED, EXIT_NO_BUNDLE, EXIT_OK, CaptureOptions, CaptureSpec, Events
 from kernelscope.units import plural
@@ -60,7 +62,7 @@ class _OutputCodeCounter(logging.Handler):
             msg = record.getMessage()
         except Exception:
             return
-        if not msg.startswith("Output code: "):
+        if not msg.startswith(torch_hooks.OUTPUT_CODE_PREFIX):
             return
         self.graphs += 1
         self.codes.append(msg)
@@ -275,18 +277,17 @@ def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailur
     if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in lowered \
             or "can't allocate memory" in lowered or "cannot allocate memory" in lowered:
         return CaptureFailure("oom", f"out of memory on {options.get('device')}: {first[:200]}; try smaller --args shapes")
-    module = exc.__class__.__module__
     chain = [exc]
     while chain[-1].__cause__ is not None and len(chain) < 8:
         chain.append(chain[-1].__cause__)
-    if name in ("Unsupported", "UserError") and options.get("fullgraph"):
+    if torch_hooks.is_graph_break(exc) and options.get("fullgraph"):
         return CaptureFailure("graph_break", f"graph break under --fullgraph: {_graph_break_line(text)}"
                               f"{_user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph")
-    if name in ("InductorError", "BackendCompilerFailed", "LoweringException") or module.startswith("torch._inductor"):
+    if torch_hooks.from_inductor(exc):
         inner = chain[-1]
         inner_text = str(inner).strip().split("\n")[0] or inner.__class__.__name__
         return CaptureFailure("compile", f"torch.compile failed in Inductor: {inner.__class__.__name__}: {inner_text[:300]}")
-    if module.startswith("torch._dynamo") or name in ("Unsupported", "TorchRuntimeError"):
+    if torch_hooks.from_dynamo(exc):
         return CaptureFailure("compile", f"torch.compile failed in Dynamo: {name}: {first[:300]}{_user_frame(exc, user_file)}")
     if "CUDA error" in text or "cudaError" in text or name == "AcceleratorError":
         return CaptureFailure("cuda", f"CUDA error: {first[:300]}")
@@ -338,7 +339,7 @@ def run(spec: CaptureSpec, work: Path, staging: Path, events: Events, t_spawn: f
     timings["import_torch"] = round(time.time() - t_start, 3)
     events.emit("start", f"torch {torch.__version__} imported", elapsed=timings["import_torch"])
     counter = _OutputCodeCounter(events)
-    for logger_name in ("torch._inductor.graph.__output_code", "torch._inductor.codecache.__output_code"):
+    for logger_name in torch_hooks.OUTPUT_CODE_LOGGERS:
         logging.getLogger(logger_name).addHandler(counter)
     failure: CaptureFailure | None = None
     preview = spec.options.preview
@@ -540,7 +541,7 @@ def _store_passes(bundle: Bundle, staging: Path, events: Events) -> None:
 
 
 def _flush_trace_handlers() -> None:
-    for name in ("torch.__trace",):
+    for name in (torch_hooks.TRACE_LOGGER,):
         for h in logging.getLogger(name).handlers:
             try:
                 h.flush()
