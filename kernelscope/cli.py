@@ -1,168 +1,24 @@
-"""Command line: ``kernelscope capture|show|samples|...``, and ``kernelscope [TARGET|BUNDLE]`` for the UI.
+"""The ``kernelscope`` entry point: ``kernelscope capture|show|samples|...``, and ``kernelscope [TARGET|BUNDLE]``
+for the UI.
 
-Imports nothing heavy at import time: each subcommand's module is imported when it runs, and
-none of them imports torch in this process (the capture child does).
+The subcommands are kernelscope/commands/ (one module each). Imports nothing heavy at import time:
+each command imports what it runs when it runs, and none of them imports torch in this process
+(the capture child does).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
-import os
 import sys
 import traceback
-from collections.abc import Callable
-from pathlib import Path
 
 from kernelscope import __version__
-from kernelscope.units import plural
+from kernelscope.commands import COMMANDS
+from kernelscope.errors import UsageError
 
 EXIT_USAGE = 2
 
-# Subcommands that live in other modules: name -> (module, help). Each module has
-# add_arguments(parser) and run(args) -> int. A module that is absent leaves its command out.
-EXTERNAL_COMMANDS: dict[str, tuple[str, str]] = {
-    "bench": ("kernelscope.bench.cli", "rerun a capture on the GPU (or CPU): eager vs compiled, per kernel"),
-    "report": ("kernelscope.report.cli", "write a Markdown / HTML / JSON report of a bundle"),
-    "diff": ("kernelscope.report.diff_cli", "compare two bundles kernel by kernel"),
-    "open": ("kernelscope.report.open_cli", "turn a TORCH_TRACE folder (anyone's job) into a bundle and open it"),
-    "serve": ("kernelscope.ui.serve", "run the UI in a browser (textual-serve) on a local port"),
-    "talk": ("kernelscope.ui.talk", "step through a prepared talk (captures at panes) with one key"),
-}
-
-
-class UsageError(Exception):
-    """Bad input; printed as one line, exit status 2."""
-
-
-def add_capture_options(p: argparse.ArgumentParser) -> None:
-    from kernelscope.capture.runner import MODES, PREVIEW_ARCHES
-
-    p.add_argument("--args", dest="args_spec", metavar="SPEC",
-                   help='input shapes as FX prints them: "f32[4096, 1024], f32[1024]"; add " grad" for requires_grad; '
-                        'separate several calls with ";" to see recompiles')
-    p.add_argument("--mode", choices=MODES, default=None, help="torch.compile mode (default: default)")
-    dyn = p.add_mutually_exclusive_group()
-    dyn.add_argument("--dynamic", dest="dynamic", action="store_true", default=None, help="dynamic=True")
-    dyn.add_argument("--no-dynamic", dest="dynamic", action="store_false", help="dynamic=False")
-    p.add_argument("--fullgraph", action="store_true", default=None, help="fullgraph=True: a graph break is an error")
-    p.add_argument("--backward", action="store_true", default=None,
-                   help="also capture the backward pass (outputs summed to a scalar, then .backward())")
-    p.add_argument("--device", choices=("cuda", "cpu"), default=None, help="default: cuda when there is one")
-    grad = p.add_mutually_exclusive_group()
-    grad.add_argument("--no-grad", dest="no_grad", action="store_true", default=None,
-                      help="call the compiled function under torch.no_grad() (an inference graph)")
-    grad.add_argument("--inference-mode", dest="inference_mode", action="store_true", default=None,
-                      help="call it under torch.inference_mode()")
-    p.add_argument("--eval", dest="eval_mode", action="store_true", default=None,
-                   help="module.eval() first (dropout off, batch norm running stats)")
-    p.add_argument("--passes", action="store_true", help="also dump every MLIR pass of each Triton kernel")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="stop a compile that runs longer")
-    p.add_argument("--preview", choices=PREVIEW_ARCHES, default=None, metavar="ARCH",
-                   help="what Inductor would emit for this GPU arch (" + "|".join(PREVIEW_ARCHES) + "), with no GPU: "
-                        "generated, never run")
-
-
-def capture_options_from(args: argparse.Namespace, target) -> tuple:
-    from kernelscope.capture.runner import CaptureOptions
-    from kernelscope.target import parse_calls
-
-    defaults = dict(target.sample_options)
-
-    def pick(name: str, attr: str) -> bool:
-        value = getattr(args, attr, None)
-        return bool(value if value is not None else defaults.get(name, False))
-
-    opts = CaptureOptions(
-        mode=args.mode or defaults.get("mode", "default"),
-        dynamic=args.dynamic if args.dynamic is not None else defaults.get("dynamic"),
-        fullgraph=bool(args.fullgraph if args.fullgraph is not None else defaults.get("fullgraph", False)),
-        backward=bool(args.backward if args.backward is not None else defaults.get("backward", False)),
-        device=args.device or os.environ.get("KERNELSCOPE_DEVICE") or None,
-        passes=bool(getattr(args, "passes", False)),
-        timeout=args.timeout,
-        no_grad=pick("no_grad", "no_grad"), inference_mode=pick("inference_mode", "inference_mode"),
-        eval=pick("eval", "eval_mode"),
-        preview=getattr(args, "preview", None),
-    )
-    if opts.no_grad and opts.inference_mode:
-        opts.no_grad = False  # inference_mode already turns grad off
-    if opts.backward and (opts.no_grad or opts.inference_mode):
-        raise UsageError("--backward needs grad: drop --no-grad / --inference-mode (or the target's OPTIONS)")
-    if opts.preview and opts.mode.startswith("max-autotune"):
-        raise UsageError(f"--mode {opts.mode} cannot be previewed: it picks kernels by timing them on the GPU; "
-                         "use --mode default or reduce-overhead with --preview")
-    if opts.preview and args.device == "cpu":
-        raise UsageError("--preview and --device cpu contradict each other: a preview is for a CUDA GPU; drop one")
-    if opts.timeout is not None and not 0 < opts.timeout < float("inf"):  # not nan either
-        raise UsageError("--timeout must be a positive number of seconds")
-    args_spec = args.args_spec if args.args_spec is not None else defaults.get("args")
-    specs = parse_calls(args_spec)[0] if args_spec is not None else None
-    if specs is None and not target.has_inputs_factory:
-        raise UsageError(f"{target.spec}: no inputs; pass --args \"f32[1024], ...\" or define "
-                         f"{target.name}_inputs(device) next to it")
-    return opts, specs
-
-
-def cmd_capture(args: argparse.Namespace) -> int:
-    from kernelscope.capture.runner import Capture, CaptureError, default_out
-    from kernelscope.target import resolve_target
-
-    target = resolve_target(args.target)
-    opts, specs = capture_options_from(args, target)
-    out = Path(args.out) if args.out else default_out(target)
-    quiet = args.quiet
-
-    def progress(event: dict) -> None:
-        if quiet:
-            return
-        phase = event.get("phase", "")
-        if phase == "error":
-            return
-        counts = ""
-        if "kernels" in event:
-            counts = f" [{plural(event.get('graphs', 0), 'graph')}, {plural(event.get('kernels', 0), 'kernel')}]"
-        print(f"  {phase:<9} {event.get('message', '')}{counts}", file=sys.stderr, flush=True)
-
-    args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
-    capture = Capture(target, out, args=specs, args_text=args_text, options=opts, replace=args.force,
-                      on_event=progress)
-    try:
-        result = capture.run()
-    except CaptureError as exc:
-        raise UsageError(str(exc)) from exc
-    except KeyboardInterrupt:
-        capture.cancel()
-        print("kernelscope: capture cancelled; nothing was written", file=sys.stderr)
-        return 130
-    if result.status == "ok":
-        b = result.bundle
-        n_tr = sum(1 for k in b.kernels if k.lang == "triton")
-        print(f"captured {target.spec}: {plural(len(b.graphs), 'graph')}, {plural(len(b.kernels), 'kernel')} "
-              f"({n_tr} Triton) in {result.seconds:.1f} s -> {out}")
-        return 0
-    if result.status == "failed":
-        print(f"kernelscope: {result.message}", file=sys.stderr)
-        if result.out is not None:
-            print(f"kernelscope: what was captured before the failure is in {out} (marked failed)", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"kernelscope: {result.message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from kernelscope import show
-
-    return show.run(args)
-
-
-def cmd_samples(args: argparse.Namespace) -> int:
-    from kernelscope.target import list_samples
-
-    for t in list_samples():
-        print(f"{t.name:<18} {t.description}")
-    return 0
+__all__ = ["EXIT_USAGE", "UsageError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,71 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kernelscope {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("capture", help="compile TARGET in a child process and write a bundle")
-    p.add_argument("target", help="a sample name (see `kernelscope samples`) or path/to/file.py::function")
-    p.add_argument("-o", "--out", help="bundle folder to write (default: ./kernelscope-captures/NAME-TIME)")
-    p.add_argument("--force", action="store_true", help="replace an existing bundle at -o")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    add_capture_options(p)
-    p.set_defaults(func=cmd_capture)
-
-    p = sub.add_parser("show", help="print a bundle: summary, --json, or one --artifact")
-    from kernelscope.show import add_arguments as add_show
-
-    add_show(p)
-    p.set_defaults(func=cmd_show)
-
-    p = sub.add_parser("samples", help="list the built-in samples")
-    p.set_defaults(func=cmd_samples)
-
-    for name, (module, help_text) in EXTERNAL_COMMANDS.items():
-        try:
-            spec = importlib.util.find_spec(module)
-        except (ModuleNotFoundError, ValueError):
-            spec = None
-        if spec is None:
-            continue
-        p = sub.add_parser(name, help=help_text)
-        p.set_defaults(func=_external(module), command=name)
-        mod = importlib.import_module(module)
-        mod.add_arguments(p)
+    for name, command in COMMANDS.items():
+        p = sub.add_parser(name, help=command.HELP)
+        command.add_arguments(p)
+        p.set_defaults(func=command.run, command=name)
     return parser
-
-
-def _external(module: str) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        return importlib.import_module(module).run(args)
-
-    return run
-
-
-def _ui_main(argv: list[str], debug: bool) -> int:
-    """``kernelscope``, ``kernelscope TARGET [options]`` or ``kernelscope BUNDLE``: the explorer."""
-    parser = argparse.ArgumentParser(prog="kernelscope", add_help=False)
-    parser.add_argument("what", nargs="?")
-    parser.add_argument("-o", "--out")
-    parser.add_argument("--big", action="store_true", help="presentation mode: fewer, larger panes")
-    add_capture_options(parser)
-    args, rest = parser.parse_known_args(argv)
-    if rest:
-        raise UsageError(f"unknown arguments: {' '.join(rest)}; see `kernelscope --help`")
-    try:
-        from kernelscope.ui.app import main as ui_main
-    except ImportError as exc:
-        raise UsageError(f"the UI is not available ({exc}); install kernelscope with its dependencies") from exc
-    return ui_main(args)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    known = {"capture", "show", "samples", *EXTERNAL_COMMANDS}
     first = next((a for a in argv if not a.startswith("-")), None)
     try:
         if first is None and not any(a in ("-h", "--help", "--version") for a in argv) or \
-                first is not None and first not in known:
-            return _ui_main([a for a in argv if a != "--debug"], debug)
+                first is not None and first not in COMMANDS:
+            from kernelscope.commands import ui
+
+            return ui.main([a for a in argv if a != "--debug"])
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from kernelscope.bundle.io import read_bundle, read_text
-from kernelscope.capture.runner import Capture, CaptureOptions
+from kernelscope.capture.runner import Capture
+from kernelscope.capture.spec import CaptureOptions, CaptureSpec
 from kernelscope.ingest.torch_logs import output_codes
-from kernelscope.target import parse_args_spec, resolve_target
+from kernelscope.target import resolve_target
 
 from .conftest import REPO, kernelscope_cmd
 
@@ -130,8 +131,8 @@ def test_cancel_or_kill_mid_capture_leaves_no_bundle_and_no_litter(how, tmp_path
         if event.get("phase") == "compile":
             started.set()
 
-    cap = Capture(resolve_target("add_relu"), out, options=CaptureOptions(device="cpu"), on_event=on_event,
-                  work_root=work_root)
+    cap = Capture(CaptureSpec.build(resolve_target("add_relu"), options=CaptureOptions(device="cpu")), out,
+                  on_event=on_event, work_root=work_root)
     result = {}
     t = threading.Thread(target=lambda: result.update(r=cap.run()))
     t.start()
@@ -180,8 +181,8 @@ def test_backward_and_module_targets(tmp_path):
 
 def test_capture_api_streams_progress_events(tmp_path):
     events = []
-    cap = Capture(resolve_target("add_relu"), tmp_path / "b", args=parse_args_spec("f32[64], f32[64]"),
-                  options=CaptureOptions(device="cpu"), on_event=events.append)
+    cap = Capture(CaptureSpec.build(resolve_target("add_relu"), "f32[64], f32[64]", CaptureOptions(device="cpu")),
+                  tmp_path / "b", on_event=events.append)
     t0 = time.time()
     r = cap.run()
     assert r.status == "ok", r.message

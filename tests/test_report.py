@@ -173,7 +173,7 @@ def test_report_errors_are_one_line(tmp_path):
 
 def test_report_refuses_a_folder_as_output(ref_bundles, tmp_path, capsys):
     from kernelscope.bundle.io import BundleError
-    from kernelscope.report import cli
+    from kernelscope.commands import report as cli
 
     args = type("A", (), {"bundle": str(ref_bundles["add_relu"]), "format": "md", "out": str(tmp_path),
                           "no_sources": False})()
@@ -185,7 +185,8 @@ def test_report_and_diff_import_neither_torch_nor_textual():
     import subprocess
     import sys
 
-    code = ("import sys, kernelscope.report.cli, kernelscope.report.diff_cli, kernelscope.report.open_cli, "
+    code = ("import sys, kernelscope.commands.report, kernelscope.commands.diff, kernelscope.commands.open, "
+            "kernelscope.report.render, kernelscope.report.opener, "
             "kernelscope.report.html, kernelscope.report.diff_render\n"
             "bad = [m for m in ('torch', 'triton', 'textual') if m in sys.modules]\n"
             "assert not bad, bad")

@@ -16,7 +16,7 @@ CONFIG_KEYS = ("num_warps", "num_stages")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from kernelscope.cli import add_capture_options
+    from kernelscope.capture.spec import add_capture_arguments
 
     p.add_argument("what", metavar="TARGET|BUNDLE",
                    help="a bundle folder, a sample name or path/to/file.py::function (captured first)")
@@ -39,11 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(by default they are stored in its bundle.json, unless it is read-only)")
     p.add_argument("--json", action="store_true", help="print the record as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    add_capture_options(p)
+    add_capture_arguments(p)
 
 
 def _changes(text: str) -> dict[str, int]:
-    from kernelscope.cli import UsageError
+    from kernelscope.errors import UsageError
 
     out: dict[str, int] = {}
     for part in [x.strip() for x in text.split(",") if x.strip()]:
@@ -58,7 +58,7 @@ def _changes(text: str) -> dict[str, int]:
 
 
 def _sizes(text: str | None) -> list[int] | None:
-    from kernelscope.cli import UsageError
+    from kernelscope.errors import UsageError
 
     if not text:
         return None
@@ -91,7 +91,8 @@ def eval_size(text: str) -> int:
 def _bundle_for(args: argparse.Namespace) -> Path:
     """The bundle to bench: the folder given, or a fresh capture of the target."""
     from kernelscope.capture.runner import Capture, CaptureError, default_out
-    from kernelscope.cli import UsageError, capture_options_from
+    from kernelscope.capture.spec import spec_from_args
+    from kernelscope.errors import UsageError
     from kernelscope.target import resolve_target
 
     path = Path(args.what)
@@ -102,13 +103,12 @@ def _bundle_for(args: argparse.Namespace) -> Path:
     if path.is_dir():
         raise UsageError(f"{path}: not a kernelscope bundle (no bundle.json); give a bundle or a target")
     target = resolve_target(args.what)
-    opts, specs = capture_options_from(args, target)
+    spec = spec_from_args(args, target)
     out = Path(args.out) if args.out else default_out(target)
     if not args.quiet:
         print(f"  capture   {target.spec} -> {out}", file=sys.stderr, flush=True)
     try:
-        args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
-        result = Capture(target, out, args=specs, args_text=args_text, options=opts).run()
+        result = Capture(spec, out).run()
     except CaptureError as exc:
         raise UsageError(str(exc)) from exc
     if result.status != "ok":
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from kernelscope.bench.counts import counts_dict
     from kernelscope.bench.runner import Bench, BenchError, BenchSettings
     from kernelscope.bundle.io import read_bundle
-    from kernelscope.cli import UsageError
+    from kernelscope.errors import UsageError
 
     changes = _changes(args.changes)
     if changes and not args.kernel:

@@ -24,8 +24,9 @@ from kernelscope.bench.launches import event_rows, sum_check, where_time_goes
 from kernelscope.bench.launches import match as match_launches
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.runner import ChildJob, make_work_dir
-from kernelscope.target import TargetError, parse_calls, spec_dicts
+from kernelscope.capture.job import ChildJob, make_work_dir
+from kernelscope.capture.spec import TARGET_KEYS, calls_from_text
+from kernelscope.target import TargetError
 
 RECORD_VERSION = 1
 
@@ -98,11 +99,10 @@ def _target_request(bundle: Bundle) -> dict[str, Any]:
     args = None
     if t.get("args"):
         try:
-            specs = parse_calls(t["args"])[0]
+            args = calls_from_text(t["args"])[0]
         except TargetError as exc:
             raise BenchError(f"{bundle.root}: recorded --args do not parse: {exc}") from exc
-        args = spec_dicts(specs)
-    target = {k: t.get(k) for k in ("spec", "file", "name", "is_class", "is_sample")}
+    target = {k: t.get(k) for k in TARGET_KEYS}
     target["file"] = file
     return {"target": target, "args": args}
 

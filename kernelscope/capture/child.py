@@ -4,53 +4,27 @@ Runs as ``python -m kernelscope.capture.child REQUEST.json``. Before torch is im
 TORCH_TRACE, TRITON_CACHE_DIR and Inductor's cache at private folders of the work directory, so
 a warm cache never hides code. Progress goes to the file descriptor named in the request, one JSON
 object a line; the user's own stdout/stderr (and TORCH_LOGS output) go to files in the work folder.
-Exit status: 0 captured, 3 captured but failed (a bundle marked failed was written), 4 crashed,
-5 failed before compiling (no bundle).
+The request file holds a ``CaptureSpec`` (capture/spec.py: the exit codes and the event format
+are there too).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import platform
 import signal
 import sys
 import tempfile
 import threading
-import time
 import traceback
 from pathlib import Path
-from typing import Any
 
-EXIT_OK = 0
-EXIT_FAILED = 3
-EXIT_INTERNAL = 4
-EXIT_NO_BUNDLE = 5  # failed before compiling anything (bad target or inputs, no GPU)
+from kernelscope.capture import torch_hooks
+from kernelscope.capture.spec import EXIT_FAILED, EXIT_INTERNAL, EXIT_NO_BUNDLE, EXIT_OK, CaptureSpec, Events, SpecError
 
-
-MAX_EVENT_TEXT = 32_000  # characters of one event's message (and traceback); the parent drops lines over 1 MB
-
-
-def _cut(text: str, limit: int = MAX_EVENT_TEXT) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f" ... ({len(text) - limit} more characters cut)"
-
-
-class Events:
-    def __init__(self, fd: int | None):
-        self._fh = os.fdopen(fd, "w", buffering=1) if fd is not None else None
-
-    def emit(self, phase: str, message: str = "", **counts: Any) -> None:
-        if self._fh is None:
-            return
-        counts = {k: _cut(v) if isinstance(v, str) else v for k, v in counts.items()}
-        event = {"phase": phase, "message": _cut(str(message)), "time": round(time.time(), 3), **counts}
-        try:
-            self._fh.write(json.dumps(event) + "\n")
-            self._fh.flush()
-        except OSError:
-            pass
+# The contract's names, here for the bench child (and whoever imported them from here).
+__all__ = ["EXIT_FAILED", "EXIT_INTERNAL", "EXIT_NO_BUNDLE", "EXIT_OK", "Events", "private_temp", "redirect_output",
+           "tie_to_parent"]
 
 
 def tie_to_parent(request: dict) -> None:
@@ -105,7 +79,7 @@ def private_temp(work: Path) -> None:
     tempfile.tempdir = str(tmp)
 
 
-def _setup_environment(work: Path, request: dict) -> None:
+def _setup_environment(work: Path, spec: CaptureSpec) -> None:
     for sub in ("trace", "triton", "inductor"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     private_temp(work)
@@ -114,12 +88,7 @@ def _setup_environment(work: Path, request: dict) -> None:
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")
     os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
     os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
-    logs = "output_code,graph_breaks,recompiles"
-    if (request.get("options") or {}).get("mode") in ("reduce-overhead", "max-autotune"):
-        # Whether each graph's CUDA graph was recorded or skipped (and why): Inductor's cudagraphs and
-        # perf_hints logs, and cudagraph_trees' INFO "Recording cudagraph tree for ..." lines.
-        logs += ",cudagraphs,perf_hints,torch._inductor.cudagraph_trees"
-    os.environ["TORCH_LOGS"] = logs
+    os.environ["TORCH_LOGS"] = torch_hooks.torch_logs(spec.options.mode)
     os.environ.pop("TORCH_LOGS_FORMAT", None)  # keep torch's own glog format: what a user sees
     os.environ["INDUCTOR_PROVENANCE"] = "1"  # provenance tracking (torch >= 2.9 reads this)
 
@@ -140,20 +109,21 @@ def main(argv: list[str]) -> int:
     work = Path(request["work"])
     staging = Path(request["staging"])
     events = Events(request.get("event_fd"))
-    _setup_environment(work, request)
+    try:
+        spec = CaptureSpec.from_dict(request.get("spec"))
+    except SpecError as exc:  # a request this kernelscope did not write
+        events.emit("error", f"internal error: {exc}", kind="internal")
+        return EXIT_INTERNAL
+    _setup_environment(work, spec)
     redirect_output(work)
     from kernelscope.capture import session  # imports torch; after the environment is set
 
     try:
-        return session.run(request, work, staging, events)
+        return session.run(spec, work, staging, events, t_spawn=request.get("t_spawn"))
     except BaseException as exc:  # the last guard: report, never hang the parent
         events.emit("error", f"internal error: {exc.__class__.__name__}: {exc}", kind="internal",
                     traceback=traceback.format_exc())
         return EXIT_INTERNAL
-
-
-def environment_facts() -> dict[str, Any]:
-    return {"python": platform.python_version(), "platform": platform.platform(), "executable": sys.executable}
 
 
 if __name__ == "__main__":

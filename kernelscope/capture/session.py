@@ -1,7 +1,8 @@
 """One capture inside the child: load the target, make inputs, torch.compile, run, collect.
 
-The only module (with kernelscope.capture.bench) that imports torch. Public hooks only:
-TORCH_TRACE, TORCH_LOGS, torch.compile options, Inductor's documented config flags.
+Imports torch (as do the preview's patches and bench/measure.py). Public hooks only: TORCH_TRACE,
+TORCH_LOGS, torch.compile options; the private logger names and exception modules it listens to
+are in capture/torch_hooks.py.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import torch
 
 from kernelscope.bundle.io import save_manifest
 from kernelscope.bundle.model import Bundle
-from kernelscope.capture.child import EXIT_FAILED, EXIT_NO_BUNDLE, EXIT_OK, Events, environment_facts
+from kernelscope.capture import torch_hooks
 from kernelscope.capture.collect import write_bundle_from_work
+from kernelscope.capture.spec import EXIT_FAILED, EXIT_NO_BUNDLE, EXIT_OK, CaptureOptions, CaptureSpec, Events
 from kernelscope.units import plural
 
 TORCH_DTYPES = {
@@ -60,7 +62,7 @@ class _OutputCodeCounter(logging.Handler):
             msg = record.getMessage()
         except Exception:
             return
-        if not msg.startswith("Output code: "):
+        if not msg.startswith(torch_hooks.OUTPUT_CODE_PREFIX):
             return
         self.graphs += 1
         self.codes.append(msg)
@@ -129,13 +131,11 @@ def modules_of(fn, module) -> list:
     return found
 
 
-def grad_context(options: dict):
+def grad_context(options: CaptureOptions):
     """The context the compiled calls run in: torch.inference_mode(), torch.no_grad() or grad on."""
-    import contextlib
-
-    if options.get("inference_mode"):
+    if options.inference_mode:
         return torch.inference_mode()
-    if options.get("no_grad"):
+    if options.no_grad:
         return torch.no_grad()
     return contextlib.nullcontext()
 
@@ -151,12 +151,12 @@ def _user_frame(exc: BaseException, path: str) -> str:
     return f" (at {Path(path).name}:{mine[-1]})" if mine else ""
 
 
-def make_calls(request: dict, module, device: str) -> list[tuple]:
+def make_calls(spec: CaptureSpec, module, device: str) -> list[tuple]:
     """The argument tuples to call the compiled function with: --args (';' separates calls) or the
     inputs factory next to the function."""
-    if request.get("calls"):
-        return [tensors(call, device) for call in request["calls"]]
-    return [make_inputs(request, module, device)]
+    if spec.calls:
+        return [tensors(call, device) for call in spec.calls]
+    return [make_inputs({"target": spec.target}, module, device)]
 
 
 def _fmt_size(n: float) -> str:
@@ -227,6 +227,7 @@ def _make_tensors(call: list[dict], device: str) -> tuple:
 
 
 def make_inputs(request: dict, module, device: str) -> tuple:
+    """The inputs factory's call; REQUEST holds the target (as a CaptureSpec's, or a bench request's)."""
     target = request["target"]
     factory = getattr(module, f"{target['name']}_inputs", None) or getattr(module, "example_inputs", None)
     if factory is None:
@@ -276,18 +277,17 @@ def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailur
     if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in lowered \
             or "can't allocate memory" in lowered or "cannot allocate memory" in lowered:
         return CaptureFailure("oom", f"out of memory on {options.get('device')}: {first[:200]}; try smaller --args shapes")
-    module = exc.__class__.__module__
     chain = [exc]
     while chain[-1].__cause__ is not None and len(chain) < 8:
         chain.append(chain[-1].__cause__)
-    if name in ("Unsupported", "UserError") and options.get("fullgraph"):
+    if torch_hooks.is_graph_break(exc) and options.get("fullgraph"):
         return CaptureFailure("graph_break", f"graph break under --fullgraph: {_graph_break_line(text)}"
                               f"{_user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph")
-    if name in ("InductorError", "BackendCompilerFailed", "LoweringException") or module.startswith("torch._inductor"):
+    if torch_hooks.from_inductor(exc):
         inner = chain[-1]
         inner_text = str(inner).strip().split("\n")[0] or inner.__class__.__name__
         return CaptureFailure("compile", f"torch.compile failed in Inductor: {inner.__class__.__name__}: {inner_text[:300]}")
-    if module.startswith("torch._dynamo") or name in ("Unsupported", "TorchRuntimeError"):
+    if torch_hooks.from_dynamo(exc):
         return CaptureFailure("compile", f"torch.compile failed in Dynamo: {name}: {first[:300]}{_user_frame(exc, user_file)}")
     if "CUDA error" in text or "cudaError" in text or name == "AcceleratorError":
         return CaptureFailure("cuda", f"CUDA error: {first[:300]}")
@@ -303,7 +303,7 @@ def _graph_break_line(text: str) -> str:
 
 
 def environment(device: str) -> dict[str, Any]:
-    env = environment_facts()
+    env = {"python": platform.python_version(), "platform": platform.platform(), "executable": sys.executable}
     env["torch"] = torch.__version__
     try:
         import triton
@@ -330,36 +330,34 @@ def environment(device: str) -> dict[str, Any]:
     return env
 
 
-def run(request: dict, work: Path, staging: Path, events: Events) -> int:
+def run(spec: CaptureSpec, work: Path, staging: Path, events: Events, t_spawn: float | None = None) -> int:
     timings: dict[str, float] = {}
-    options = dict(request["options"])
-    target = request["target"]
-    keys = ("spec", "file", "name", "is_class", "is_sample", "first_line", "last_line")
-    bundle = Bundle(target={k: target.get(k) for k in keys}, options=options)
-    bundle.target["args"] = request.get("args_text", "")
-    t_start = request.get("t_spawn", time.time())
+    options = spec.options.bundle_options()  # what the bundle records; the child adds what it resolved
+    bundle = Bundle(target=dict(spec.target), options=options)
+    bundle.target["args"] = spec.args_text
+    t_start = t_spawn or time.time()
     timings["import_torch"] = round(time.time() - t_start, 3)
     events.emit("start", f"torch {torch.__version__} imported", elapsed=timings["import_torch"])
     counter = _OutputCodeCounter(events)
-    for logger_name in ("torch._inductor.graph.__output_code", "torch._inductor.codecache.__output_code"):
+    for logger_name in torch_hooks.OUTPUT_CODE_LOGGERS:
         logging.getLogger(logger_name).addHandler(counter)
     failure: CaptureFailure | None = None
-    preview = options.get("preview")
-    device = "cuda" if preview else options.get("device") or ("cuda" if torch.cuda.is_available() else "cpu")
+    preview = spec.options.preview
+    device = "cuda" if preview else spec.options.device or ("cuda" if torch.cuda.is_available() else "cpu")
     options["device"] = device
     bundle.options = options
     with contextlib.ExitStack() as faked:
         try:
             if preview:
                 faked.enter_context(_entered_preview(preview))
-            failure = _compile_and_call(request, bundle, options, device, events, counter, timings)
+            failure = _compile_and_call(spec, bundle, device, events, counter, timings)
         except CaptureFailure as exc:
             failure = exc
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
-            failure = classify(exc, target.get("file", ""), options)
+            failure = classify(exc, spec.file, options)
     if preview:
         failure = _check_preview(bundle, counter, failure)
-    return _finish(request, bundle, work, staging, events, counter, timings, failure, device)
+    return _finish(spec, bundle, work, staging, events, counter, timings, failure, device)
 
 
 def _entered_preview(arch: str):
@@ -398,9 +396,9 @@ def _check_preview(bundle: Bundle, counter: _OutputCodeCounter, failure: Capture
     return failure
 
 
-def _compile_and_call(request, bundle, options, device, events, counter, timings) -> CaptureFailure | None:
-    target = request["target"]
-    preview = options.get("preview")
+def _compile_and_call(spec: CaptureSpec, bundle: Bundle, device, events, counter, timings) -> CaptureFailure | None:
+    opts, options, target = spec.options, bundle.options, spec.target
+    preview = opts.preview
     try:
         if device == "cuda" and not torch.cuda.is_available():
             raise CaptureFailure("no_gpu", "--device cuda asked for, but torch sees no CUDA GPU here; use --device cpu")
@@ -413,7 +411,7 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
             inputs_mode = fake_mode()
         with inputs_mode:
             module, fn = load_target(target, device)
-            calls = make_calls(request, module, device)
+            calls = make_calls(spec, module, device)
         bundle.target["params"] = _params(fn)
         inputs = calls[0]
         bundle.target["inputs"] = [describe(v) for v in inputs]
@@ -421,19 +419,18 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
             bundle.target["calls"] = [[describe(v) for v in call] for call in calls]
         timings["load_target"] = round(time.time() - t, 3)
         events.emit("inputs", "inputs ready: " + ", ".join(bundle.target["inputs"]))
-        if options.get("backward") and not any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
+        if opts.backward and not any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs):
             params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
             if not any(p.requires_grad for p in params):
                 raise CaptureFailure("args", "--backward needs an input that requires grad: add ' grad' to an --args "
                                      "entry, e.g. \"f32[512, 1024] grad\"")
         held = modules_of(fn, module)
-        if options.get("eval"):
+        if opts.eval:
             if not held:
                 raise CaptureFailure("args", f"--eval: {target['name']} is not an nn.Module and holds none; drop --eval")
             for m in held:
                 m.eval()
-        options["grad_mode"] = ("inference_mode" if options.get("inference_mode") else
-                                "no_grad" if options.get("no_grad") else "grad")
+        options["grad_mode"] = "inference_mode" if opts.inference_mode else "no_grad" if opts.no_grad else "grad"
         options["train"] = ("eval" if all(not m.training for m in held) else "train") if held else None
         if preview and options["grad_mode"] == "grad" and torch.is_grad_enabled():
             params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
@@ -442,16 +439,15 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
                                      "CUDA (its autograd engine needs a CUDA device guard, and aborts): no input or "
                                      "parameter may require grad; capture a forward-only function (or wrap the call "
                                      "in torch.no_grad()) to preview its inference kernels")
-        mode = options.get("mode") or "default"
+        mode = opts.mode
         if preview:
             from kernelscope.capture.preview_patches import preview_backend
 
-            compiled = torch.compile(fn, backend=preview_backend(mode, options.get("dynamic")),
-                                     dynamic=options.get("dynamic"), fullgraph=bool(options.get("fullgraph")))
+            compiled = torch.compile(fn, backend=preview_backend(mode, opts.dynamic), dynamic=opts.dynamic,
+                                     fullgraph=opts.fullgraph)
         else:
             compiled = torch.compile(
-                fn, mode=None if mode == "default" else mode, dynamic=options.get("dynamic"),
-                fullgraph=bool(options.get("fullgraph")),
+                fn, mode=None if mode == "default" else mode, dynamic=opts.dynamic, fullgraph=opts.fullgraph,
             )
         events.emit("compile", f"torch.compile(mode={mode}) first call", graphs=0, kernels=0)
         t = time.time()
@@ -459,16 +455,16 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
             for i, call in enumerate(calls):
                 if i:
                     events.emit("compile", f"call {i + 1} of {len(calls)}", graphs=counter.graphs, kernels=counter.kernels)
-                with grad_context(options):
+                with grad_context(opts):
                     out = compiled(*call)
             if device == "cuda" and not preview:
                 torch.cuda.synchronize()
         except CaptureFailure:
             raise
         except (Exception, SystemExit, KeyboardInterrupt) as exc:  # sys.exit() in the function is its doing
-            raise classify(exc, target["file"], options) from exc
+            raise classify(exc, spec.file, options) from exc
         timings["compile_and_first_call"] = round(time.time() - t, 3)
-        if options.get("backward"):
+        if opts.backward:
             events.emit("backward", "running backward", graphs=counter.graphs, kernels=counter.kernels)
             t = time.time()
             try:
@@ -482,26 +478,25 @@ def _compile_and_call(request, bundle, options, device, events, counter, timings
             except CaptureFailure:
                 raise
             except (Exception, SystemExit, KeyboardInterrupt) as exc:
-                raise classify(exc, target["file"], options) from exc
+                raise classify(exc, spec.file, options) from exc
             timings["backward"] = round(time.time() - t, 3)
     except CaptureFailure as exc:
         return exc
     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # e.g. sys.exit() while importing the user's file
-        return classify(exc, target.get("file", ""), options)
+        return classify(exc, spec.file, options)
     return None
 
 
-def _finish(request, bundle, work, staging, events, counter, timings, failure, device) -> int:
-    target = request["target"]
+def _finish(spec: CaptureSpec, bundle, work, staging, events, counter, timings, failure, device) -> int:
     events.emit("collect", "collecting artifacts", graphs=counter.graphs, kernels=counter.kernels)
     t = time.time()
     sys.stdout.flush()
     sys.stderr.flush()
     _flush_trace_handlers()
     bundle.timings = timings
-    write_bundle_from_work(work, staging, bundle, user_file=target.get("file", ""))
+    write_bundle_from_work(work, staging, bundle, user_file=spec.file)
     timings["collect"] = round(time.time() - t, 3)
-    if request.get("passes"):
+    if spec.options.passes:
         t = time.time()
         _store_passes(bundle, staging, events)
         timings["passes"] = round(time.time() - t, 3)
@@ -546,7 +541,7 @@ def _store_passes(bundle: Bundle, staging: Path, events: Events) -> None:
 
 
 def _flush_trace_handlers() -> None:
-    for name in ("torch.__trace",):
+    for name in (torch_hooks.TRACE_LOGGER,):
         for h in logging.getLogger(name).handlers:
             try:
                 h.flush()

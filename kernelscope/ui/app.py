@@ -413,21 +413,19 @@ def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: 
 
 def request_from_args(args: argparse.Namespace) -> CaptureRequest:
     """The CLI's capture options as a request. A bad args spec is kept, and shown in the UI."""
-    import argparse
-
-    from kernelscope.cli import capture_options_from
+    from kernelscope.capture.spec import CaptureSpec, SpecError, args_text_from, options_from_args
     from kernelscope.target import TargetError, resolve_target
 
     target = resolve_target(args.what)
-    args_text = args.args_spec if args.args_spec is not None else str(target.sample_options.get("args") or "")
-    req = CaptureRequest(target=args.what, args_text=args_text, out=args.out)
+    opts = options_from_args(args, target)
+    text = args_text_from(args, target)
     try:
-        opts, _ = capture_options_from(args, target)
+        CaptureSpec.build(target, text, opts)
+    except SpecError:
+        raise  # no inputs at all: one line, exit 2
     except TargetError:
-        opts, _ = capture_options_from(argparse.Namespace(**{**vars(args), "args_spec": None}), target)
-    return req.with_options(mode=opts.mode, dynamic=opts.dynamic, fullgraph=opts.fullgraph, backward=opts.backward,
-                            device=opts.device, passes=opts.passes, timeout=opts.timeout, no_grad=opts.no_grad,
-                            inference_mode=opts.inference_mode, eval=opts.eval, preview=opts.preview)
+        pass  # a bad args spec: kept, and shown in the UI
+    return CaptureRequest(target=args.what, args_text=str(text or ""), out=args.out, **vars(opts))
 
 
 def main(args: argparse.Namespace) -> int:

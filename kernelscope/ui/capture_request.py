@@ -1,41 +1,36 @@
 """What a live capture needs (target, inputs, options) as the UI's forms edit it. No torch.
 
-``CaptureRequest.check()`` validates the target and the args spec in this process, so a typo
-is a one-line error in milliseconds, before any child process starts.
+The options are the contract's own ``CaptureOptions`` (capture/spec.py); a request adds the text
+the forms hold. ``CaptureRequest.check()`` turns it into a ``CaptureSpec`` in this process, so a
+typo is a one-line error in milliseconds, before any child process starts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from kernelscope.target import Target, TargetError, parse_args_spec, resolve_target
+from kernelscope.capture.spec import MODES, CaptureOptions, CaptureSpec
+from kernelscope.target import Target, resolve_target
 
-MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+__all__ = ["MODES", "CaptureRequest", "grad_options"]
 
 
-@dataclass
-class CaptureRequest:
+@dataclass(kw_only=True)
+class CaptureRequest(CaptureOptions):
     target: str  # a sample name or file.py::function
     args_text: str = ""  # "" means: the target's own inputs factory
-    mode: str = "default"
-    dynamic: bool | None = None
-    fullgraph: bool = False
-    backward: bool = False
-    device: str | None = None  # None: cuda when there is one
-    preview: str | None = None  # "sm_90": what Inductor emits for that GPU, generated without it
-    passes: bool = False
-    no_grad: bool = False
-    inference_mode: bool = False
-    eval: bool = False
-    timeout: float | None = None
     out: str | None = None  # None: a fresh folder in the cache
     origin_file: str | None = None  # the user's own file, when ``target`` is a scratch copy of it
     extra: dict[str, Any] = field(default_factory=dict)
 
     def with_options(self, **changes: Any) -> CaptureRequest:
         return replace(self, **changes)
+
+    @property
+    def options(self) -> CaptureOptions:
+        return CaptureOptions(**{f.name: getattr(self, f.name) for f in fields(CaptureOptions)})
 
     @property
     def label(self) -> str:
@@ -45,17 +40,12 @@ class CaptureRequest:
         flags += [k for k in ("fullgraph", "backward", "no_grad", "inference_mode", "eval") if getattr(self, k)]
         return f"{self.target}  ({', '.join(flags)})"
 
-    def check(self) -> tuple[Target, list | None]:
-        """The resolved target and parsed inputs; raises TargetError with one line."""
-        if self.preview and self.mode.startswith("max-autotune"):
-            raise TargetError(f"mode {self.mode} cannot be previewed: it picks kernels by timing them on the GPU; "
-                              "choose mode default or reduce-overhead")
+    def check(self) -> CaptureSpec:
+        """The capture this request asks for; raises TargetError (a SpecError) with one line."""
+        options = self.options.check()
         target = resolve_target(self.target)
-        specs = parse_args_spec(self.args_text) if self.args_text.strip() else None
-        if specs is None and not target.has_inputs_factory:
-            raise TargetError(f"{target.spec}: no inputs; give an args spec like \"f32[1024], f32[1024]\" "
-                              f"or define {target.name}_inputs(device) next to it")
-        return target, specs
+        return CaptureSpec.build(target, self.args_text if self.args_text.strip() else None, options,
+                                 inputs_hint='give an args spec like "f32[1024], f32[1024]"')
 
     @classmethod
     def for_target(cls, target: Target) -> CaptureRequest:

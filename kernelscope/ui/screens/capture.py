@@ -90,26 +90,21 @@ class CaptureScreen(ModalScreen[CaptureOutcome | None]):
         self.t0, self.t_end = time.monotonic(), None
         self.query_one("#cap-title", Static).update(f"Capturing {self.request.label}")
         try:
-            target, specs = self.request.check()
+            spec = self.request.check()
         except TargetError as exc:
             self._finish("failed", str(exc), None)
             return
         self.state = "running"
         self._render_state()
-        self._run(target, specs)
+        self._run(spec)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="capture")
-    def _run(self, target, specs) -> None:
-        from kernelscope.capture.runner import Capture, CaptureOptions
+    def _run(self, spec) -> None:
+        from kernelscope.capture.runner import Capture
         from kernelscope.ui.paths import new_capture_dir
 
-        req = self.request
-        out = req.out or str(new_capture_dir(target.name))
-        opts = CaptureOptions(mode=req.mode, dynamic=req.dynamic, fullgraph=req.fullgraph, backward=req.backward,
-                              device=req.device, passes=req.passes, timeout=req.timeout, no_grad=req.no_grad,
-                              inference_mode=req.inference_mode, eval=req.eval, preview=req.preview)
-        self.capture = Capture(target, out, args=specs, args_text=req.args_text, options=opts,
-                               on_event=lambda e: self.post_message(self.Progress(e)))
+        out = self.request.out or str(new_capture_dir(spec.name))
+        self.capture = Capture(spec, out, on_event=lambda e: self.post_message(self.Progress(e)))
         if self.state == "cancelling":
             self.capture.cancel()
         result = self.capture.run()

@@ -10,12 +10,13 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
-from kernelscope.ui.capture_request import MODES, CaptureRequest
+from kernelscope.capture.spec import MODES, PREVIEW_ARCHES
+from kernelscope.ui.capture_request import CaptureRequest
 
 DYNAMIC = (("auto (None)", "auto"), ("True", "on"), ("False", "off"))
 GRAD = (("grad on", "grad"), ("torch.no_grad()", "no_grad"), ("torch.inference_mode()", "inference_mode"))
 DEVICES = (("auto (cuda when present)", "auto"), ("cpu", "cpu"), ("cuda", "cuda"),
-           *((f"preview {a} (no GPU needed)", f"preview:{a}") for a in ("sm_80", "sm_89", "sm_90", "sm_100", "sm_120")))
+           *((f"preview {a} (no GPU needed)", f"preview:{a}") for a in PREVIEW_ARCHES))
 
 
 def toggle_label(name: str, value: bool) -> str:

@@ -1,4 +1,4 @@
-"""``kernelscope diff A B [--format text|md|json]``: compare two bundles kernel by kernel."""
+"""``kernelscope diff A B [--format text|md|json]``: compare two bundles kernel by kernel (kernelscope/report/diff*.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import sys
 
 from kernelscope.bundle.io import read_bundle
+
+HELP = "compare two bundles kernel by kernel"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

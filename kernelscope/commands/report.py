@@ -1,14 +1,14 @@
-"""``kernelscope report BUNDLE --format md|html|json [-o FILE]``."""
+"""``kernelscope report BUNDLE --format md|html|json [-o FILE]`` (kernelscope/report/render.py)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from kernelscope.bundle.io import BundleError, read_bundle
+from kernelscope.bundle.io import BundleError
 
+HELP = "write a Markdown / HTML / JSON report of a bundle"
 FORMATS = ("md", "html", "json")
 
 
@@ -28,23 +28,9 @@ def _format_for(args: argparse.Namespace) -> str:
     return {".html": "html", ".htm": "html", ".json": "json"}.get(suffix, "md")
 
 
-def render(bundle_path: str, fmt: str, sources: bool = True) -> str:
-    from kernelscope.report.data import report_data
-
-    bundle = read_bundle(bundle_path)
-    data = report_data(bundle)
-    if fmt == "json":
-        return json.dumps(data, indent=1) + "\n"
-    if fmt == "html":
-        from kernelscope.report.html import render_html
-
-        return render_html(data, bundle, sources=sources)
-    from kernelscope.report.markdown import render_markdown
-
-    return render_markdown(data)
-
-
 def run(args: argparse.Namespace) -> int:
+    from kernelscope.report.render import render
+
     text = render(args.bundle, _format_for(args), sources=not args.no_sources)
     if not args.out:
         sys.stdout.write(text)

@@ -1,0 +1,62 @@
+"""The torch and triton internals kernelscope names (capture/torch_hooks.py, pipeline/triton_private.py)
+still exist in the installed versions. A new torch or triton that moves one fails here, by name."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kernelscope.capture import torch_hooks
+
+
+def _in_child(code: str) -> str:
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_torch_names_the_capture_listens_to_still_exist():
+    out = _in_child(
+        "import logging, torch, torch._inductor.graph, torch._inductor.codecache, torch._inductor.exc, "
+        "torch._dynamo.exc, torch._logging._internal as li\n"
+        "import torch._inductor.cudagraph_trees as ct\n"
+        "print(torch._inductor.graph.output_code_log.name)\n"
+        "print(torch._inductor.codecache.output_code_log.name)\n"
+        "print(li.trace_log.name)\n"
+        "print(ct.__name__)  # TORCH_LOGS takes a module name\n"
+        "for e in (torch._inductor.exc.InductorError, torch._dynamo.exc.BackendCompilerFailed, "
+        "torch._dynamo.exc.Unsupported, torch._dynamo.exc.UserError, torch._dynamo.exc.TorchRuntimeError):\n"
+        "    print(e.__module__, e.__name__)\n")
+    lines = out.split("\n")
+    assert set(lines[:2]) <= set(torch_hooks.OUTPUT_CODE_LOGGERS)  # 2.13 logs both from codecache's logger
+    assert lines[2] == torch_hooks.TRACE_LOGGER
+    assert lines[3] == torch_hooks.CUDAGRAPH_TREES_LOGGER
+    for line in lines[4:9]:
+        module, name = line.split()
+        assert module.startswith((torch_hooks.INDUCTOR_MODULE, torch_hooks.DYNAMO_MODULE)), line
+        assert name in (*torch_hooks.INDUCTOR_ERRORS, *torch_hooks.DYNAMO_ERRORS, *torch_hooks.GRAPH_BREAK_ERRORS)
+
+
+def test_exceptions_are_told_apart_by_where_they_come_from():
+    class Unsupported(Exception):
+        pass
+
+    Unsupported.__module__ = "torch._dynamo.exc"
+    assert torch_hooks.from_dynamo(Unsupported()) and torch_hooks.is_graph_break(Unsupported())
+    assert not torch_hooks.from_inductor(Unsupported()) and not torch_hooks.from_dynamo(ValueError())
+    assert "cudagraph_trees" in torch_hooks.torch_logs("reduce-overhead")
+    assert "cudagraph" not in torch_hooks.torch_logs("default")
+
+
+def test_triton_backend_for_an_arch_has_every_stage():
+    pytest.importorskip("triton")
+    out = _in_child("from kernelscope.pipeline.triton_private import Compiler\n"
+                    "c = Compiler(90)\n"
+                    "print(c.target.arch, ' '.join(c.stages(c.options({'num_warps': 8, 'arch': 'sm_80'}))))\n"
+                    "print(c.options({'num_warps': 8}).num_warps)\n")
+    first, second = out.strip().split("\n")
+    arch, *stages = first.split()
+    assert arch == "90" and stages[:5] == ["ttir", "ttgir", "llir", "ptx", "cubin"]
+    assert second == "8"
