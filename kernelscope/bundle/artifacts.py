@@ -50,6 +50,9 @@ ARTIFACTS: tuple[Artifact, ...] = (
     Artifact("cubin", "cubin", "cubin", None, "text", LINES_NONE, DIFF_BINARY),
     # SASS is no cache file: the pipeline disassembles it from the cubin.
     Artifact("sass", "SASS", "", 5, "sass", LINES_SASS_LINE, DIFF_NONE, None, "sass", cached=False),
+    # The config Inductor's autotuning picked (its ``.best_config`` JSON), kept beside the variant it names.
+    Artifact("best_config", "Best config", "best_config", None, "json", LINES_NONE, DIFF_TEXT, "best_config",
+             cached=False),
 )
 
 BY_NAME: dict[str, Artifact] = {a.name: a for a in ARTIFACTS}

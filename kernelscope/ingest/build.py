@@ -6,6 +6,7 @@ Used both by the capture child (on its private trace and cache folders) and by
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -350,6 +351,9 @@ def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
             v.chosen = True
             v.config = {key: value for key, value in picked[0].items() if key.isupper() or key in ("num_warps",
                                                                                                    "num_stages")}
+            best_config = {key: value for key, value in picked[0].items() if not key.startswith("_")}
+            v.files["best_config"] = _write(staging, f"triton/{gid}/{k.name}/{e.key}/{k.name}.best_config",
+                                            json.dumps(best_config, indent=1) + "\n")
         elif any(b.get("num_warps") == e.metadata.get("num_warps") and b.get("num_stages") ==
                  e.metadata.get("num_stages") for b in beside):
             v.chosen = True
