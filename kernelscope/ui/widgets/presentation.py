@@ -90,7 +90,7 @@ class PresentationScreen(Screen):
 
     # -- content ---------------------------------------------------------------------------------
     def source_side(self) -> Side:
-        from kernelscope.ui.screens.explorer import python_lexer
+        from kernelscope.ui.panes.base import python_lexer
         from kernelscope.ui.xref import base_name
 
         src = self.index.source()
@@ -101,7 +101,7 @@ class PresentationScreen(Screen):
         return Side(f"Your source · {base_name(src.file)}", src.text, python_lexer, marks, cursor)
 
     def kernel_side(self) -> Side:
-        from kernelscope.ui.screens.explorer import kernel_lexer
+        from kernelscope.ui.panes.base import kernel_lexer
 
         k = self.kernel
         if k is None:
