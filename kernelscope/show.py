@@ -11,14 +11,16 @@ import re
 import sys
 from typing import Any
 
+from kernelscope.bundle.artifacts import RENDERED_STAGES, STORED_TEXT, stage_order
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
-from kernelscope.bundle.model import FX_KINDS, TRITON_STAGES, Bundle, Graph, Kernel, Recompile, run_state, to_dict
+from kernelscope.bundle.model import FX_KINDS, Bundle, Graph, Kernel, Recompile, run_state, to_dict
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic, shape_for
 from kernelscope.units import fmt_bytes, plural
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
-KERNEL_ARTIFACTS = ("source", "ttir", "ttgir", "llir", "ptx")
+KERNEL_ARTIFACTS = STORED_TEXT  # show --artifact NAME -> the variant file it reads (bundle/artifacts.py)
 LOG_ARTIFACTS = ("stdout", "stderr")
+_STAGE_HELP = ", ".join(n for n in {**STORED_TEXT, **RENDERED_STAGES} if n not in ("source", "triton-source"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -28,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--graph", metavar="ID", help="a graph id, for graph artifacts (default: all graphs)")
     p.add_argument("--artifact", metavar="NAME",
                    help="print one artifact: source, output_code, fx-dynamo, fx-aot, fx-aot-joint, fx-post-grad, "
-                        "ttir, ttgir, llir, ptx, sass, passes, facts, stdout, stderr")
+                        f"{_STAGE_HELP}, passes, facts, stdout, stderr")
     p.add_argument("--launches", action="store_true",
                    help="list each launch of a kernel launched more than once, with its own FX nodes and lines")
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
@@ -294,8 +296,7 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
                     out.append(f"        launch {n}/{len(k.launch_info)} (call() line {li.call_line}): "
                                f"{', '.join(li.fx_nodes) or '-'}" + (f"  [{where}]" if where else ""))
             if k.lang == "triton":
-                stages = sorted({s for v in k.triton for s in v.files},
-                                key=lambda s: (TRITON_STAGES.index(s) if s in TRITON_STAGES else len(TRITON_STAGES), s))
+                stages = sorted({s for v in k.triton for s in v.files}, key=stage_order)
                 cfgs = ", ".join(label + (" (chosen)" if v.chosen else "")
                                  for v, label in zip(k.triton, variant_labels(k.triton)))
                 out.append(f"        triton: {cfgs or 'no compiled stages found'}"
@@ -356,16 +357,16 @@ def artifact_text(b: Bundle, artifact: str, kernel: str | None = None, graph: st
         return read_text(b, k.source, required=True)
     if artifact in KERNEL_ARTIFACTS and not arch:
         variant = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
-        if variant is None or artifact not in variant.files:
+        if variant is None or KERNEL_ARTIFACTS[artifact] not in variant.files:
             why = "it is not a Triton kernel" if k.lang != "triton" else "Triton's cache had no such stage for it"
             raise BundleError(f"no {artifact} for {k.name}: {why}")
-        return read_text(b, variant.files[artifact], required=True)
+        return read_text(b, variant.files[KERNEL_ARTIFACTS[artifact]], required=True)
     try:
         from kernelscope.pipeline.artifacts import ARTIFACTS, render_artifact
     except ImportError as exc:
         raise BundleError(f"--artifact {artifact} needs kernelscope.pipeline ({exc})") from exc
     if artifact not in ARTIFACTS:
-        known = sorted(set(GRAPH_ARTIFACTS + KERNEL_ARTIFACTS + LOG_ARTIFACTS) | set(ARTIFACTS))
+        known = sorted(set(GRAPH_ARTIFACTS + tuple(KERNEL_ARTIFACTS) + LOG_ARTIFACTS) | set(ARTIFACTS))
         raise BundleError(f"unknown artifact {artifact!r}; one of: {', '.join(known)}")
     return render_artifact(b, k, artifact, arch=arch)
 

@@ -115,6 +115,13 @@ def test_the_picked_config_marks_its_variant_and_gives_the_grid(tmp_path):
     (chosen,) = [v for v in k.triton if v.chosen]
     assert chosen.cache_key == keys[0] and chosen.config == {"XBLOCK": 1024, "num_warps": 4, "num_stages": 1}
     assert b.extra["grids"][k.id] == "(16384, 1, 1) = ceil(xnumel 16777216 / XBLOCK 1024)"
+    # The picked .best_config is kept as an artifact of its variant: `show --artifact best_config` prints it.
+    from kernelscope.show import artifact_text
+
+    b.root = str(tmp_path)
+    text = artifact_text(b, "best_config", kernel=k.name)
+    assert '"XBLOCK": 1024' in text and keys[0] in text and "_dir" not in text
+    assert artifact_text(b, "best_config", kernel=k.name) == (tmp_path / chosen.files["best_config"]).read_text()
 
 
 def test_bundle_round_trips_through_its_manifest(ref_bundles, tmp_path):

@@ -130,7 +130,7 @@ def test_edit_and_recompile_changes_the_kernels_and_never_touches_the_users_file
         new = app.screen
         names = [k.name for k in new.bundle.kernels]
         assert names and all("sigmoid" in n for n in names), names
-        assert "before: 1 kernels" in str(new.query_one("#summary").render())
+        assert "before: 1 kernel" in str(new.query_one("#summary").render())
         assert sample.read_text() == original  # the user's file is untouched
         await pilot.press("escape")  # back in the editor, edits kept
         await pilot.pause()

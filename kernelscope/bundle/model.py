@@ -38,9 +38,6 @@ KIND_CPP = "cpp"
 KIND_EXTERN = "extern"
 KIND_OTHER = "other"
 
-# Triton pipeline stages in display order; the extension is the file suffix in Triton's cache.
-TRITON_STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "cubin")
-
 # FX graph views, in pipeline order.
 FX_DYNAMO = "fx-dynamo"
 FX_AOT_JOINT = "fx-aot-joint"

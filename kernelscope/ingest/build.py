@@ -22,7 +22,6 @@ from kernelscope.bundle.model import (
     AutotuneResult,
     Bundle,
     Graph,
-    GraphBreak,
     Kernel,
     LaunchInfo,
     Recompile,
@@ -31,10 +30,9 @@ from kernelscope.bundle.model import (
 )
 from kernelscope.ingest import dynamic, fx
 from kernelscope.ingest.output_code import kind_of, parse_output_code, parse_placeholders
+from kernelscope.ingest.records import gather
 from kernelscope.ingest.tracelog import TraceLog, TraceRecord
 from kernelscope.ingest.triton_cache import CacheEntry, dedupe_variants, scan_cache
-
-_AOT_KINDS = {"aot_inference_graph": "inference", "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
 
 
 @dataclass
@@ -73,49 +71,19 @@ def _write(staging: Path, rel: str, text: str) -> str:
 def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     """Fill ``bundle`` from ``raw``, writing its files into ``staging``; returns the bundle."""
     records: list[TraceRecord] = [r for t in raw.traces for r in t.records]
-    dynamo_graphs: dict[str, str] = {}
-    aot_graphs: dict[tuple[str, str], str] = {}
-    joint_graphs: dict[str, str] = {}
-    post_grad: dict[str, list[str]] = {}
-    trace_codes: list[tuple[str, str]] = []
-    provenance: dict[str, list[dict]] = {}
-    stacks: dict[str, list[dict]] = {}
-    code_objects: dict[str, dict] = {}
     # Logs of several ranks (one file each): compile ids repeat across ranks, so prefix the rank.
     ranks = {_rank_of(t) for t in raw.traces}
     multi_rank = len(ranks) > 1
     for t in raw.traces:
         for r in t.records:
             r.rank = r.rank if r.rank is not None else _rank_of(t)
-    for r in records:
-        cid = (f"rank{r.rank}/" if multi_rank else "") + r.compile_id
-        if r.kind == "dynamo_output_graph":
-            dynamo_graphs[cid] = r.payload
-        elif r.kind in _AOT_KINDS:
-            aot_graphs[(cid, _AOT_KINDS[r.kind])] = r.payload
-        elif r.kind == "aot_joint_graph":
-            joint_graphs[cid] = r.payload
-        elif r.kind == "artifact:inductor_post_grad_graph":
-            post_grad.setdefault(cid, []).append(r.payload)
-        elif r.kind == "inductor_output_code":
-            trace_codes.append((cid, r.payload))
-        elif r.kind == "artifact:inductor_provenance_tracking_node_mappings":
-            provenance.setdefault(cid, []).append(_json(r.payload))
-        elif r.kind == "artifact:inductor_provenance_tracking_kernel_stack_traces":
-            stacks.setdefault(cid, []).append(_json(r.payload))
-        elif r.kind == "dynamo_start":
-            code_objects[cid] = r.data.get("dynamo_start", {})
-        elif r.kind == "artifact:dynamo_graph_break_reason":
-            bundle.graph_breaks.append(_graph_break(r.payload, cid))
-        elif r.kind == "compilation_metrics":
-            metrics = r.data.get("compilation_metrics", {})
-            reason = metrics.get("recompile_reason")
-            if reason:
-                bundle.recompiles.append(Recompile(compile_id=cid, reason=str(reason).strip(),
-                                                   file=metrics.get("co_filename") or "",
-                                                   line=metrics.get("co_firstlineno")))
-            if metrics.get("fail_reason") and not bundle.error:
-                bundle.notes.append(f"compile {cid} failed: {str(metrics['fail_reason']).splitlines()[0]}")
+
+    def compile_id(r: TraceRecord) -> str:
+        return (f"rank{r.rank}/" if multi_rank else "") + r.compile_id
+
+    g = gather(records, bundle, compile_id)
+    dynamo_graphs, code_objects = g.dynamo_graphs, g.code_objects
+    trace_codes = g.trace_codes
     codes = raw.output_codes if raw.output_codes is not None else trace_codes
     strings = {}
     for t in raw.traces:
@@ -142,21 +110,21 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
             graph.code_file = strings.get(top.get("filename"), str(top.get("filename", "")))
             graph.code_line = top.get("line")
         p = _GraphParts(graph=graph, code=code)
-        pg = post_grad.get(cid, [])
+        pg = g.post_grad.get(cid, [])
         if i < len(pg):
             p.post_grad = pg[i]
-        if i < len(provenance.get(cid, [])):
-            p.provenance = provenance[cid][i]
-        if i < len(stacks.get(cid, [])):
-            p.stack_traces = stacks[cid][i]
+        if i < len(g.provenance.get(cid, [])):
+            p.provenance = g.provenance[cid][i]
+        if i < len(g.stacks.get(cid, [])):
+            p.stack_traces = g.stacks[cid][i]
         base = f"graphs/{gid}"
         graph.files["output_code"] = _write(staging, f"{base}/output_code.py", code)
         if cid in dynamo_graphs:
             graph.files[FX_DYNAMO] = _write(staging, f"{base}/fx_dynamo.txt", dynamo_graphs[cid])
-        if cid in joint_graphs:
-            graph.files[FX_AOT_JOINT] = _write(staging, f"{base}/fx_aot_joint.txt", joint_graphs[cid])
-        if (cid, kind) in aot_graphs:
-            graph.files[FX_AOT] = _write(staging, f"{base}/fx_aot_{kind}.txt", aot_graphs[(cid, kind)])
+        if cid in g.joint_graphs:
+            graph.files[FX_AOT_JOINT] = _write(staging, f"{base}/fx_aot_joint.txt", g.joint_graphs[cid])
+        if (cid, kind) in g.aot_graphs:
+            graph.files[FX_AOT] = _write(staging, f"{base}/fx_aot_{kind}.txt", g.aot_graphs[(cid, kind)])
         if p.post_grad:
             graph.files[FX_POST_GRAD] = _write(staging, f"{base}/fx_post_grad.txt", p.post_grad)
         parts.append(p)
@@ -176,8 +144,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     bundle.autotune.extend(parse_autotune(raw.stderr_text))
     if not bundle.recompiles:
         bundle.recompiles.extend(parse_recompiles(raw.stderr_text))
-    dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings,
-                     lambda r: (f"rank{r.rank}/" if multi_rank else "") + r.compile_id, dynamo_graphs)
+    dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings, compile_id, dynamo_graphs)
     return bundle
 
 
@@ -186,40 +153,6 @@ def _rank_of(trace: TraceLog) -> int | None:
         if r.rank is not None:
             return r.rank
     return trace.rank
-
-
-def _json(payload: str) -> dict:
-    try:
-        value = json.loads(payload)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _graph_break(payload: str, cid: str) -> GraphBreak:
-    gb = GraphBreak(reason="", detail=payload.strip(), compile_id=cid)
-    m = re.search(r"Graph break in user code at (.+):(\d+)", payload)
-    if m:
-        gb.file, gb.line = m.group(1), int(m.group(2))
-    m = re.search(r"Graph Break Reason: (.*)", payload)
-    lines = payload.split("\n")
-    if m:
-        gb.reason = m.group(1).strip()
-        # The newer format puts the specific explanation on the lines that follow.
-        idx = next(i for i, line in enumerate(lines) if "Graph Break Reason:" in line)
-        for extra in lines[idx + 1: idx + 4]:
-            if extra.strip().startswith("Explanation:"):
-                gb.reason = extra.strip()[len("Explanation:"):].strip()
-                break
-    elif lines:
-        gb.reason = lines[0].strip()
-    m = re.findall(r'File "([^"]+)", line (\d+), in [^\n]+\n\s+(.+)', payload.split("Traceback (most recent call last)")[0])
-    if m:
-        last = m[-1]
-        if not gb.file:
-            gb.file, gb.line = last[0], int(last[1])
-        gb.code = last[2].strip()
-    return gb
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -418,6 +351,9 @@ def _variants(staging: Path, gid: str, k: Kernel, cache: list[CacheEntry],
             v.chosen = True
             v.config = {key: value for key, value in picked[0].items() if key.isupper() or key in ("num_warps",
                                                                                                    "num_stages")}
+            best_config = {key: value for key, value in picked[0].items() if not key.startswith("_")}
+            v.files["best_config"] = _write(staging, f"triton/{gid}/{k.name}/{e.key}/{k.name}.best_config",
+                                            json.dumps(best_config, indent=1) + "\n")
         elif any(b.get("num_warps") == e.metadata.get("num_warps") and b.get("num_stages") ==
                  e.metadata.get("num_stages") for b in beside):
             v.chosen = True

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.bundle.model import TRITON_STAGES
+from kernelscope.bundle.artifacts import ARTIFACTS
 
 _LOC_FILE = re.compile(r'^#loc\d* = loc\("([^"]+)":\d+:\d+\)', re.M)
 
@@ -42,10 +42,10 @@ def scan_cache(folder: str | os.PathLike) -> list[CacheEntry]:
         if meta_path.stem != name:
             continue
         entry = CacheEntry(key=meta_path.parent.name, name=name, folder=meta_path.parent, metadata=metadata)
-        for stage in TRITON_STAGES:
-            f = meta_path.parent / f"{name}.{stage}"
-            if f.is_file():
-                entry.files[stage] = f
+        for art in ARTIFACTS:
+            f = meta_path.parent / f"{name}.{art.suffix}"
+            if art.cached and art.suffix and f.is_file():
+                entry.files[art.name] = f
         for stage in ("source", "ttir"):
             if stage in entry.files:
                 with open(entry.files[stage], encoding="utf-8", errors="replace") as fh:

@@ -8,24 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelscope.bundle.artifacts import RENDERED_STAGES
 from kernelscope.bundle.io import BundleError
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.pipeline.compile import PipelineError, parse_arch, variant_arch
 from kernelscope.pipeline.tools import ToolError, run_tool
 
-ARTIFACTS: tuple[str, ...] = (
-    "triton-source",
-    "ttir",
-    "ttgir",
-    "llir",
-    "ptx",
-    "sass",
-    "cubin-info",
-    "facts",
-    "passes",
-    "llvm-passes",
-)
-_STAGE_OF = {"triton-source": "source", "ttir": "ttir", "ttgir": "ttgir", "llir": "llir", "ptx": "ptx", "sass": "sass"}
+# The pipeline stages of kernelscope/bundle/artifacts.py, then what is computed from a compile.
+ARTIFACTS: tuple[str, ...] = (*RENDERED_STAGES, "cubin-info", "facts", "passes", "llvm-passes")
+_STAGE_OF = RENDERED_STAGES
 
 
 def render_pass_list(log) -> str:

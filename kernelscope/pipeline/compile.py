@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.bundle.artifacts import COMPILE_FILES
 from kernelscope.bundle.model import Bundle, Kernel, TritonVariant
 from kernelscope.pipeline.stages import pick_variant, variant_files
 
@@ -140,7 +141,7 @@ def compile_ir(
     if not result.get("ok"):
         raise PipelineError(f"compiling {name} for sm_{arch} failed: {result.get('error', 'unknown error')}")
     files = {}
-    for suffix in ("source", "ttir", "ttgir", "llir", "ptx", "cubin", "json"):
+    for suffix in COMPILE_FILES:
         path = out_dir / f"{name}.{suffix}"
         if path.is_file():
             files[suffix] = path

@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from kernelscope.bundle.artifacts import BY_NAME, LINES_LLVM_DBG, LINES_MLIR_LOC, LINES_PTX_LOC, LINES_SASS_LINE
 from kernelscope.pipeline.stages import StageText
 
 Frame = tuple[str, int]  # (file, line); columns are dropped, a user steps by line
@@ -319,12 +320,12 @@ def sass_frames(text: str) -> dict[int, frozenset[Frame]]:
 
 # ---------------------------------------------------------------------------------------------- API
 
-_FRAMES_BY_STAGE = {
-    "ttir": mlir_frames,
-    "ttgir": mlir_frames,
-    "llir": llvm_frames,
-    "ptx": ptx_frames,
-    "sass": sass_frames,
+# How each kind of line map of the artifact registry (kernelscope/bundle/artifacts.py) is read.
+_FRAMES_BY_LINES = {
+    LINES_MLIR_LOC: mlir_frames,
+    LINES_LLVM_DBG: llvm_frames,
+    LINES_PTX_LOC: ptx_frames,
+    LINES_SASS_LINE: sass_frames,
 }
 _CACHE_KEY = "_linemap"
 
@@ -345,7 +346,8 @@ def line_map(stage: StageText, kernel_file: str | None = None) -> LineMap:
         frames: dict[int, frozenset[Frame]] = {}
         name = os.path.basename(kernel_file) if kernel_file else ""
     else:
-        parse = _FRAMES_BY_STAGE.get(stage.stage)
+        art = BY_NAME.get(stage.stage)
+        parse = _FRAMES_BY_LINES.get(art.lines) if art else None
         if stage.frames is not None:
             frames = stage.frames
         else:

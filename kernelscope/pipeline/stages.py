@@ -11,6 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.bundle.artifacts import CACHE_TEXT_STAGES, COMPILE_FILES, PIPELINE
 from kernelscope.bundle.io import bundle_path
 from kernelscope.bundle.model import Bundle, Kernel, TritonVariant
 from kernelscope.pipeline.tools import ToolError, run_tool
@@ -27,17 +28,13 @@ class StageSpec:
     order: int
 
 
-STAGES: tuple[StageSpec, ...] = (
-    StageSpec("source", "Triton source", "py", "source", 0),
-    StageSpec("ttir", "TTIR", "ttir", "ttir", 1),
-    StageSpec("ttgir", "TTGIR", "ttgir", "ttgir", 2),
-    StageSpec("llir", "LLVM IR", "llir", "llir", 3),
-    StageSpec("ptx", "PTX", "ptx", "ptx", 4),
-    StageSpec("sass", "SASS", "sass", "sass", 5),
-)
+# The pipeline stages of the artifact registry (kernelscope/bundle/artifacts.py). The first is the
+# Inductor kernel file (suffix "py"); SASS is disassembled from the cubin.
+STAGES: tuple[StageSpec, ...] = tuple(
+    StageSpec(a.name, a.title, "py" if a.stage == 0 else a.suffix or a.name, a.name, a.stage) for a in PIPELINE)
 STAGE_NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
 # Stages whose text lives in Triton's cache folder under the same suffix.
-CACHE_STAGES = ("ttir", "ttgir", "llir", "ptx")
+CACHE_STAGES = CACHE_TEXT_STAGES
 
 
 def stage_spec(name: str) -> StageSpec:
@@ -154,7 +151,7 @@ def stage_files_in_folder(folder: Path, name: str | None = None) -> dict[str, Pa
             raise KeyError(f"{folder}: expected one kernel's stage files, found {sorted(names) or 'none'}")
         name = names.pop()
     found = {}
-    for suffix in ("source", *CACHE_STAGES, "cubin", "json"):
+    for suffix in COMPILE_FILES:
         path = folder / f"{name}.{suffix}"
         if path.is_file():
             found[suffix] = path

@@ -7,7 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from kernelscope.bundle.model import TRITON_STAGES, Bundle, Kernel
+from kernelscope.bundle.artifacts import stage_order
+from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.show import cudagraph_line, failed_guard_lines, guard_lines, symbol_lines
@@ -35,8 +36,7 @@ def _triton_facts(k: Kernel) -> dict[str, Any] | None:
     if k.lang != "triton":
         return None
     chosen = next((v for v in k.triton if v.chosen), k.triton[0] if len(k.triton) == 1 else None)
-    order = {name: i for i, name in enumerate(TRITON_STAGES)}
-    stages = sorted({s for v in k.triton for s in v.files}, key=lambda s: (order.get(s, len(order)), s))
+    stages = sorted({s for v in k.triton for s in v.files}, key=stage_order)
     facts: dict[str, Any] = {"variants": len(k.triton), "stages": stages}
     if chosen is not None:
         for key in ("num_warps", "num_stages", "shared"):

@@ -14,13 +14,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.bundle.artifacts import DIFF_STAGES
 from kernelscope.bundle.io import clip_text, read_text
 from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.report.normalise import normalise_text, rename_kernel
 from kernelscope.units import fmt_bytes
 
-DIFF_STAGES = ("ttir", "ttgir", "llir", "ptx")  # text stages worth a diff (cubin is binary)
 SAME, CHANGED, REPLACED, ADDED, REMOVED = "same", "changed", "replaced", "added", "removed"
 STATUS_ORDER = (REPLACED, CHANGED, ADDED, REMOVED, SAME)
 

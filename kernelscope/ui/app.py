@@ -11,10 +11,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import on
 from textual.app import App
 from textual.binding import Binding
+from textual.reactive import reactive
 
-from kernelscope.ui import textdoc
+from kernelscope.ui import messages, textdoc
 from kernelscope.ui.capture_request import CaptureRequest
 
 if TYPE_CHECKING:
@@ -55,6 +57,9 @@ class KernelscopeApp(App):
         Binding("space,right", "talk_step(1)", "Next step", show=False, priority=True),
         Binding("left", "talk_step(-1)", "Previous step", show=False, priority=True),
     ]
+
+    # Presentation mode (P, --big): the explorer watches it for its two-big-panes layout.
+    presentation: reactive[bool] = reactive(False, init=False)
 
     def __init__(self, *, bundle: Bundle | None = None, request: CaptureRequest | None = None,
                  presentation: bool = False, theme: str | None = None, talk=None) -> None:
@@ -139,33 +144,53 @@ class KernelscopeApp(App):
         else:
             self.run_capture(CaptureRequest(target=value))
 
-    def run_capture(self, request: CaptureRequest, *, previous: Bundle | None = None, previous_screen=None) -> None:
-        from kernelscope.ui.screens.capture import CaptureOutcome, CaptureScreen
-        from kernelscope.ui.screens.editor import EditorScreen
-        from kernelscope.ui.screens.explorer import ExplorerScreen
+    # -- what screens ask for (kernelscope.ui.messages) ----------------------------------------------
+    @on(messages.GoBack)
+    def _go_back(self) -> None:
+        self.action_back()
 
-        if previous is None:
-            under = previous_screen or self.screen
-            if isinstance(under, ExplorerScreen):
-                previous = under.bundle
-            elif isinstance(under, EditorScreen):
-                previous = getattr(under, "last_bundle", None)
+    @on(messages.OpenBundle)
+    def _open_bundle(self, event: messages.OpenBundle) -> None:
+        self.open_bundle(event.path)
+
+    @on(messages.OpenAnything)
+    def _open_anything(self, event: messages.OpenAnything) -> None:
+        self.open_anything(event.value)
+
+    @on(messages.CaptureRequested)
+    def _capture_requested(self, event: messages.CaptureRequested) -> None:
+        self.run_capture(event.request, previous=event.previous, origin=event.origin if event.over else None)
+
+    @on(messages.RecompileRequested)
+    def _recompile_requested(self, event: messages.RecompileRequested) -> None:
+        self.recompile(event.request, previous=event.previous, ask=event.ask)
+
+    @on(messages.EditRequested)
+    def _edit_requested(self, event: messages.EditRequested) -> None:
+        self.edit(event.request, previous=event.previous)
+
+    def run_capture(self, request: CaptureRequest, *, previous: Bundle | None = None, origin=None) -> None:
+        """Capture ``request``, then show the bundle. ``origin``: the screen that stays under the result
+        (the editor), told of the bundle by a ``CaptureFinished`` message."""
+        from kernelscope.ui.screens.capture import CaptureOutcome, CaptureScreen
+
+        if previous is None and origin is None:  # the palette, the command line: compare with what is shown
+            previous = getattr(self.screen, "capture_baseline", None)
 
         def done(outcome: CaptureOutcome | None) -> None:
             if outcome is None:
                 return
-            if isinstance(self.screen, EditorScreen):
-                self.screen.last_bundle = outcome.bundle
-                from kernelscope.ui.screens.explorer import ExplorerScreen as Explorer
+            if origin is not None:
+                origin.post_message(messages.CaptureFinished(outcome.bundle))
+                from kernelscope.ui.screens.explorer import ExplorerScreen
 
-                self.push_screen(Explorer(outcome.bundle, previous=previous, request=outcome.request))
+                self.push_screen(ExplorerScreen(outcome.bundle, previous=previous, request=outcome.request))
                 return
             self.show_bundle(outcome.bundle, previous=previous, request=outcome.request)
 
         self.push_screen(CaptureScreen(request), done)
 
-    def recompile(self, request: CaptureRequest, explorer=None, *, ask: bool) -> None:
-        previous = explorer.bundle if explorer is not None else None
+    def recompile(self, request: CaptureRequest, *, previous: Bundle | None = None, ask: bool) -> None:
         if not ask:
             self.run_capture(request.with_options(out=None), previous=previous)
             return
@@ -177,7 +202,7 @@ class KernelscopeApp(App):
 
         self.push_screen(OptionsScreen(request), submitted)
 
-    def edit(self, request: CaptureRequest, explorer=None) -> None:
+    def edit(self, request: CaptureRequest, *, previous: Bundle | None = None) -> None:
         from kernelscope.target import TargetError, resolve_target
         from kernelscope.ui.screens.editor import EditorScreen
 
@@ -188,10 +213,8 @@ class KernelscopeApp(App):
             return
         origin = request.origin_file or target.file
         scratch = Path(target.file) if request.origin_file else None
-        editor = EditorScreen(request, origin_file=origin, name=target.name, scratch=scratch,
-                              first_line=target.first_line)
-        editor.last_bundle = explorer.bundle if explorer is not None else None
-        self.push_screen(editor)
+        self.push_screen(EditorScreen(request, origin_file=origin, name=target.name, scratch=scratch,
+                                      first_line=target.first_line, last_bundle=previous))
 
     def action_back(self) -> None:
         from kernelscope.ui.screens.gallery import GalleryScreen
@@ -222,42 +245,10 @@ class KernelscopeApp(App):
 
     def presentation_for(self, screen):
         """The presentation of what ``screen`` shows, or None where it shows no capture (gallery, editor)."""
-        from kernelscope.ui.screens.explorer import ExplorerScreen
-        from kernelscope.ui.screens.tools import BenchScreen, DiffScreen, PipelineScreen
-        from kernelscope.ui.widgets.presentation import PresentationScreen, Side
+        from kernelscope.ui.widgets.presentation import presentation_for
 
         heading, note = self._talk_heading()
-        if isinstance(screen, ExplorerScreen):
-            k = screen.kernel if screen.kernel is not None and screen.kernel.source else None
-            return PresentationScreen(screen.bundle, k, heading=heading, note=note)
-        if isinstance(screen, PipelineScreen):
-            try:
-                from kernelscope.pipeline.stages import STAGES
-                from kernelscope.ui.lexers import lexer_for_stage
-                from kernelscope.ui.widgets.pipeline_view import PipelineView
-
-                view = screen.query_one(PipelineView)
-            except Exception:  # the pipeline view is not installed: the kernel and its source
-                return PresentationScreen(screen.bundle, screen.kernel, heading=heading, note=note)
-            if not view.stages:
-                return PresentationScreen(screen.bundle, screen.kernel, heading=heading, note=note)
-            i = view.stage_index
-            j = view.other_index if view.other_index != i else (i + 1) % len(view.stages)
-
-            def side(n: int) -> Side:
-                st = view.stages[n]
-                lexer = None if st.missing else (lambda lx=STAGES[n].lexer: lexer_for_stage(lx))
-                return Side(f"{st.title} · {screen.kernel.name}", st.display_text(), lexer,
-                            placeholder=st.missing)
-
-            return PresentationScreen(screen.bundle, screen.kernel, left=side(i), right=side(j),
-                                      heading=heading or f"Triton pipeline · {screen.kernel.name}", note=note)
-        if isinstance(screen, BenchScreen):
-            return PresentationScreen(screen.bundle, heading=heading, note=note)
-        if isinstance(screen, DiffScreen):
-            bundle = getattr(screen, "after", None)
-            return PresentationScreen(bundle, heading=heading, note=note) if bundle is not None else None
-        return None
+        return presentation_for(screen, heading, note)
 
     def action_screenshot(self) -> None:
         """S: an SVG of the screen; served in a browser it is downloaded there (the speaker's machine)."""

@@ -105,18 +105,20 @@ class SassLexer(RegexLexer):
 
 
 def lexer_for_stage(stage: str) -> Lexer:
-    """A fresh Pygments lexer for a pipeline stage (or "cpp"); plain text for anything else."""
-    from pygments.lexers import CppLexer, LlvmLexer, PtxLexer, PythonLexer, TextLexer
+    """A fresh Pygments lexer for an artifact of kernelscope/bundle/artifacts.py ("ttir", "sass" ...)
+    or a language ("python", "mlir", "cpp" ...); plain text for anything else."""
+    from pygments.lexers import CppLexer, JsonLexer, LlvmLexer, PtxLexer, PythonLexer, TextLexer
 
-    factories = {
-        "source": PythonLexer,
+    from kernelscope.bundle.artifacts import BY_NAME
+
+    languages = {
         "python": PythonLexer,
-        "ttir": MlirLexer,
-        "ttgir": MlirLexer,
         "mlir": MlirLexer,
-        "llir": LlvmLexer,
+        "llvm": LlvmLexer,
         "ptx": PtxLexer,
         "sass": SassLexer,
         "cpp": CppLexer,
+        "json": JsonLexer,
     }
-    return factories.get(stage, TextLexer)()
+    art = BY_NAME.get(stage)
+    return languages.get(art.lexer if art else stage, TextLexer)()

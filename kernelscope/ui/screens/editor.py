@@ -8,12 +8,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Static, TextArea
 
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.messages import CaptureFinished, CaptureRequested
 from kernelscope.ui.paths import new_scratch_dir
 
 
@@ -26,9 +28,10 @@ class EditorScreen(Screen):
     ]
 
     def __init__(self, request: CaptureRequest, *, origin_file: str, name: str, scratch: Path | None = None,
-                 first_line: int | None = None) -> None:
+                 first_line: int | None = None, last_bundle=None) -> None:
         super().__init__()
         self.request = request
+        self.last_bundle = last_bundle  # the latest capture of this function: what the next one is compared with
         self.origin_file = Path(origin_file)
         self.function = name
         self.first_line = first_line
@@ -90,7 +93,11 @@ class EditorScreen(Screen):
         self.scratch.write_text(self.text, encoding="utf-8")
         req = self.request.with_options(target=f"{self.scratch}::{self.function}", out=None,
                                         origin_file=str(self.origin_file))
-        self.app.run_capture(req, previous_screen=self)
+        self.post_message(CaptureRequested(req, previous=self.last_bundle, origin=self, over=True))
+
+    @on(CaptureFinished)
+    def _captured(self, event: CaptureFinished) -> None:
+        self.last_bundle = event.bundle
 
     def action_save(self) -> None:
         from kernelscope.ui.screens.dialogs import ConfirmScreen

@@ -1,8 +1,9 @@
 """ExplorerScreen: one bundle, every view of it, cross-linked.
 
-Panes: kernels, your source, FX graph, kernel source, output code, breaks, info. At a comfortable
-size they share one grid; below 120x32 they fold into tabs (keys 1-7); presentation mode shows two
-big panes. Selecting a kernel anywhere marks its FX nodes, user lines and launch in every pane.
+Panes (kernelscope/ui/panes/, one module each): kernels, your source, FX graph, kernel source,
+output code, breaks, info. At a comfortable size they share one grid; below 120x32 they fold into
+tabs (keys 1-7); presentation mode (an app reactive) shows two big panes. The screen owns the
+selection: setting it shows the kernel in every pane; a pane posts messages to navigate.
 """
 
 from __future__ import annotations
@@ -10,60 +11,27 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Vertical
-from textual.content import Content
+from textual.containers import Container
+from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import OptionList, Static, Tab, Tabs
-from textual.widgets.option_list import Option
+from textual.widgets import Static, Tab, Tabs
 
-from kernelscope.bundle.model import FX_POST_GRAD, Bundle, Graph, Kernel
-from kernelscope.ui.summary import info_text, title_line
-from kernelscope.ui.textdoc import TextDoc
+from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
+from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
+from kernelscope.ui.summary import title_line
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
-from kernelscope.ui.widgets.source_files import SourceFiles
-from kernelscope.ui.xref import FX_ORDER, FX_TITLES, BundleIndex, base_name, compact_fx
+from kernelscope.ui.xref import BundleIndex
 from kernelscope.units import plural
 
-# (pane id, title, key). The order is the tab order and the reading order: function -> kernels.
-PANES = (
-    ("kernels", "Kernels", "1"),
-    ("source", "Your source", "2"),
-    ("fx", "FX graph", "3"),
-    ("kernel", "Kernel source", "4"),
-    ("output", "Output code", "5"),
-    ("breaks", "Breaks", "6"),
-    ("info", "Info", "7"),
-)
-TAB_LABELS = {"source": "Source", "fx": "FX", "kernel": "Kernel", "output": "Output"}
-PANE_TITLES = {p: t for p, t, _ in PANES}
-PANE_KEYS = {p: k for p, _, k in PANES}
-# Grid placement order in the wide layout (CSS spans do the rest).
-GRID_ORDER = ("kernels", "fx", "kernel", "source", "output", "breaks", "info")
+PANE_CLASSES = {cls.pane_id: cls for cls in PANES}
+PANE_TITLES = {cls.pane_id: cls.pane_title for cls in PANES}
+PANE_KEYS = {cls.pane_id: cls.pane_key for cls in PANES}
+TAB_LABELS = {cls.pane_id: cls.pane_tab for cls in PANES if cls.pane_tab}
 WIDE_MIN = (120, 32)
-
-
-def python_lexer():
-    from pygments.lexers import PythonLexer
-
-    return PythonLexer()
-
-
-def kernel_lexer(lang: str):
-    def make():
-        try:
-            from kernelscope.ui.lexers import lexer_for_stage
-        except ImportError:
-            lexer_for_stage = None
-        if lexer_for_stage is not None:
-            return lexer_for_stage("cpp" if lang == "cpp" else "source")
-        from pygments.lexers import CppLexer, PythonLexer
-
-        return CppLexer() if lang == "cpp" else PythonLexer()
-
-    return make
 
 
 class TitleLine(Static):
@@ -75,12 +43,6 @@ class TitleLine(Static):
 
     def render(self) -> str:
         return title_line(self.bundle, self.previous, self.size.width or None)
-
-
-class Pane(Vertical):
-    """One titled pane of the explorer; ``z`` zooms it to the whole body (Textual's maximize)."""
-
-    ALLOW_MAXIMIZE = True  # a container is not focusable, and Textual maximizes only focusables by default
 
 
 class ExplorerScreen(Screen):
@@ -108,7 +70,7 @@ class ExplorerScreen(Screen):
         Binding("b", "bench", "Bench"),
         Binding("d", "diff", "Diff"),
         Binding("escape,q", "back", "Back"),
-        *[Binding(key, f"show_pane('{pid}')", title, show=False) for pid, title, key in PANES],
+        *[Binding(cls.pane_key, f"show_pane('{cls.pane_id}')", cls.pane_title, show=False) for cls in PANES],
     ]
 
     # The footer shows these first, before the focused pane's keys: at 80 columns only five or six fit.
@@ -118,6 +80,9 @@ class ExplorerScreen(Screen):
     def active_bindings(self):
         return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
 
+    # The selection, (graph, kernel): every pane shows it (see watch_selection).
+    selection: reactive[tuple[Graph | None, Kernel | None]] = reactive((None, None), always_update=True, init=False)
+
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()
         self.bundle = bundle
@@ -126,49 +91,41 @@ class ExplorerScreen(Screen):
         self.index = BundleIndex(bundle)
         self.graph: Graph | None = bundle.graphs[0] if bundle.graphs else None
         self.kernel: Kernel | None = None
-        self.fx_kind = FX_POST_GRAD
-        self.fx_compact = True
         self.active_pane = "kernels"
-        self._loaded: dict[str, tuple] = {}
         self._cycle: tuple[tuple, list[str]] | None = None
+
+    @property
+    def capture_baseline(self) -> Bundle:
+        """What a capture started from here is compared with."""
+        return self.bundle
+
+    def pane(self, pane_id: str) -> Pane:
+        return self.query_one(f"#pane-{pane_id}", Pane)
+
+    @property
+    def fx_kind(self) -> str:
+        return self.pane("fx").fx_kind
 
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield TitleLine(self.bundle, self.previous, id="summary")
-        yield Tabs(*[Tab(f"{key} {TAB_LABELS.get(pid, title)}", id=f"tab-{pid}") for pid, title, key in PANES],
-                   id="pane-tabs")
-        panes = {
-            "kernels": lambda: KernelTable(id="kernels"),
-            "source": lambda: CodeView(id="source"),
-            "fx": lambda: CodeView(id="fx"),
-            "kernel": lambda: CodeView(id="kernel"),
-            "output": lambda: CodeView(id="output"),
-            "breaks": lambda: OptionList(id="breaks"),
-            "info": lambda: CodeView(id="info"),
-        }
+        yield Tabs(*[Tab(cls.tab_text(), id=f"tab-{cls.pane_id}") for cls in PANES], id="pane-tabs")
         # Layout classes go on before the panes exist: set later, each would restyle a whole subtree.
         self._set_layout_mode(self._wanted_layout())
         with Container(id="panes"):
             for pid in GRID_ORDER:
-                with Pane(id=f"pane-{pid}", classes=" ".join(["pane", *self._pane_classes(pid)])) as pane:
-                    pane.border_title = f"{PANE_KEYS[pid]} {PANE_TITLES[pid]}"
-                    if pid == "source":
-                        yield SourceFiles(id="source-files")
-                    if pid == "fx":
-                        yield Tabs(*[Tab(FX_TITLES[k], id=f"fxk-{k}") for k in FX_ORDER], id="fx-tabs",
-                                   active=f"fxk-{self.fx_kind}")
-                    yield panes[pid]()
+                yield PANE_CLASSES[pid](classes=" ".join(self._pane_classes(pid)))
         yield SearchBar(id="search")
         # The footer comes in on_mount, once the kernel table has focus: its keys are then final.
 
     async def on_mount(self) -> None:
+        self.watch(self.app, "presentation", self._apply_layout, init=False)
         self._apply_layout()
-        table = self.query_one(KernelTable)
-        table.load(self.bundle, self.index.kernels_in_order())
-        self._load_source()
-        self._load_breaks()
+        for cls in PANES:
+            self.pane(cls.pane_id).load()
         first = next((k for k in self.index.kernels_in_order()), None)
         self.select(self.graph, first)
+        table = self.query_one(KernelTable)
         if first is not None:
             table.select_kernel(first.id)
         self.set_focus(table)  # now, not a message later: the footer's keys and the first frame follow it
@@ -203,14 +160,14 @@ class ExplorerScreen(Screen):
         return [c for c, on in (("-active", pane_id == self.active_pane), ("-pinned", pane_id == pinned)) if on]
 
     def _show_active(self) -> None:
-        for pid, _, _ in PANES:
-            pane = self.query_one(f"#pane-{pid}")
+        for cls in PANES:
+            pane, pid = self.pane(cls.pane_id), cls.pane_id
             for name in ("-active", "-pinned"):
                 pane.set_class(name in self._pane_classes(pid), name)
 
     def action_show_pane(self, pane_id: str) -> None:
         if self.maximized is not None:  # zoomed: the pane asked for is the one zoomed now
-            self.maximize(self.query_one(f"#pane-{pane_id}", Pane), container=False)
+            self.maximize(self.pane(pane_id), container=False)
         self.query_one("#pane-tabs", Tabs).active = f"tab-{pane_id}"
         self._activate(pane_id, focus=True)
 
@@ -246,7 +203,7 @@ class ExplorerScreen(Screen):
         focused = self.focused
         pane = next((a for a in focused.ancestors_with_self if isinstance(a, Pane)), None) if focused else None
         if pane is None:
-            pane = self.query_one(f"#pane-{self.active_pane}", Pane)
+            pane = self.pane(self.active_pane)
         self.maximize(pane, container=False)
 
     # -- selection ---------------------------------------------------------------------------------
@@ -254,13 +211,11 @@ class ExplorerScreen(Screen):
         """Make ``kernel`` (of ``graph``) the selection in every pane."""
         self.graph = graph
         self.kernel = kernel
-        self.query_one(KernelTable).set_selected(kernel.id if kernel else None)
-        self._load_fx()
-        self._load_kernel()
-        self._load_output()
-        self._show_kernel_file()
-        self._mark_source()
-        self.query_one("#info", CodeView).set_text(info_text(self.bundle, kernel))
+        self.selection = (graph, kernel)
+
+    def watch_selection(self, selection: tuple[Graph | None, Kernel | None]) -> None:
+        for cls in PANES:
+            self.pane(cls.pane_id).show_selection(*selection)
 
     @on(KernelTable.Selected)
     def _table_selected(self, event: KernelTable.Selected) -> None:
@@ -281,6 +236,27 @@ class ExplorerScreen(Screen):
             return
         i = order.index(self.kernel) if self.kernel in order else -1
         self.select_kernel(order[(i + delta) % len(order)])
+
+    # -- what the panes ask for --------------------------------------------------------------------
+    @on(Pane.Follow)
+    def _on_follow(self, event: Pane.Follow) -> None:
+        self._follow(event.key, event.kernels, event.what)
+
+    @on(Pane.Fed)
+    def _on_fed(self, event: Pane.Fed) -> None:
+        self.query_one(KernelTable).set_fed(event.kernel_ids)
+
+    @on(Pane.Goto)
+    def _on_goto(self, event: Pane.Goto) -> None:
+        self.action_goto(event.pane_id)
+
+    @on(Pane.Reveal)
+    def _on_reveal(self, event: Pane.Reveal) -> None:
+        view = self.query_one("#source", CodeView)
+        view.set_marks([event.row])
+        self.action_show_pane("source")
+        view.move_cursor(event.row, center=True)
+        self.query_one(KernelTable).set_fed({k.id for k in self.index.kernels_for_source_row(event.row)})
 
     def _follow(self, key: tuple, kernels: list[Kernel], what: str) -> None:
         """Select the first kernel a line leads to; the same line again steps to the next one."""
@@ -306,58 +282,9 @@ class ExplorerScreen(Screen):
         else:
             self.notify(f"{what} → {nxt.name}" + (f" ({back})" if back else ""), timeout=2, markup=False)
 
-    @on(CodeView.LineActivated, "#source")
-    def _source_line(self, event: CodeView.LineActivated) -> None:
-        kernels = self.index.kernels_for_source_row(event.index)
-        self.query_one(KernelTable).set_fed({k.id for k in kernels})
-        row = self.index.source().rows[event.index] if event.index < len(self.index.source().rows) else None
-        label = f"line {row.line}" if row else "this line"
-        self._follow(("source", event.index), kernels, label)
-
-    @on(CodeView.LineActivated, "#fx")
-    def _fx_line(self, event: CodeView.LineActivated) -> None:
-        if self.graph is None:
-            return
-        node = self.index.fx_node_at(self.graph, self.fx_kind, event.index + 1)
-        kernels = self.index.kernels_for_fx_line(self.graph, self.fx_kind, event.index + 1)
-        what = f"FX node {node.name}" if node else "this line (not an FX node)"
-        if node is None:
-            self.notify(f"{what}; pick a line that assigns a node", severity="warning", timeout=3, markup=False)
-            return
-        self._follow(("fx", self.graph.id, self.fx_kind, event.index), kernels, what)
-
-    @on(CodeView.LineActivated, "#output")
-    def _output_line(self, event: CodeView.LineActivated) -> None:
-        if self.graph is None:
-            return
-        k = self.index.kernel_for_output_line(self.graph, event.index + 1)
-        self._follow(("output", self.graph.id, event.index), [k] if k else [], f"output line {event.index + 1}")
-
-    @on(CodeView.LineActivated, "#kernel")
-    def _kernel_line(self, event: CodeView.LineActivated) -> None:
-        self.action_goto("output")
-
     @on(CodeView.SearchRequested)
     def _search(self, event: CodeView.SearchRequested) -> None:
         self.query_one(SearchBar).open_for(event.view)
-
-    @on(OptionList.OptionSelected, "#breaks")
-    def _break_selected(self, event: OptionList.OptionSelected) -> None:
-        kind, _, num = (event.option.id or "").partition(":")
-        item = (self.bundle.graph_breaks if kind == "break" else self.bundle.recompiles)[int(num)]
-        file, line = item.file, item.line
-        guard = getattr(item, "guard", None) or {}
-        if kind in ("recompile", "guard") and guard.get("line"):  # the line the failed guard protects
-            file, line = guard.get("file") or file, guard["line"]
-        row = self.index.source_row(file, line)
-        if row is None:
-            self.notify(f"{base_name(file)}:{line} is not in the source view", severity="warning", markup=False)
-            return
-        view = self.query_one("#source", CodeView)
-        view.set_marks([row])
-        self.action_show_pane("source")
-        view.move_cursor(row, center=True)
-        self.query_one(KernelTable).set_fed({k.id for k in self.index.kernels_for_source_row(row)})
 
     def action_goto(self, pane_id: str) -> None:
         """Jump to the selected kernel's place in a pane (its user lines, FX nodes, launch)."""
@@ -371,183 +298,19 @@ class ExplorerScreen(Screen):
         self.action_show_pane(pane_id)
 
     def action_fx_compact(self) -> None:
-        self.fx_compact = not self.fx_compact
-        cursor = self.query_one("#fx", CodeView).cursor
-        self._load_fx()
-        self.query_one("#fx", CodeView).move_cursor(cursor, center=True)
+        self.pane("fx").toggle_compact()
 
     def action_fx_kind(self, delta: int) -> None:
-        i = FX_ORDER.index(self.fx_kind)
-        self.query_one("#fx-tabs", Tabs).active = f"fxk-{FX_ORDER[(i + delta) % len(FX_ORDER)]}"
-
-    @on(Tabs.TabActivated, "#fx-tabs")
-    def _fx_tab(self, event: Tabs.TabActivated) -> None:
-        event.stop()
-        kind = event.tab.id.removeprefix("fxk-")
-        if kind != self.fx_kind:
-            self.fx_kind = kind
-            self._load_fx()
-
-    # -- pane contents -----------------------------------------------------------------------------
-    def _load_source(self) -> None:
-        view = self.query_one("#source", CodeView)
-        src = self.index.source()
-        pane = self.query_one("#pane-source")
-        if not src.rows:
-            view.set_placeholder("This capture holds no copy of your source and recorded no user lines.")
-            return
-        if src.copied:
-            view.set_document(TextDoc(src.text, python_lexer), cursor=(src.first_line or 1) - 1)
-            pane.border_subtitle = Content(base_name(src.file))
-        else:
-            rows = src.rows
-            view.set_document(TextDoc(src.text, python_lexer), labels=lambda i: str(rows[i].line))
-            pane.border_subtitle = Content(f"{base_name(src.file)}: no copy in bundle; recorded lines only")
-
-    def _show_kernel_file(self) -> None:
-        """Several source files: show the file of the kernel's innermost line unless the one in view
-        holds one of its innermost lines (not only a call site); the file list says how many lines
-        of the kernel each file holds."""
-        files = self.index.source_files()
-        if len(files) <= 1:
-            return
-        counts = self.index.files_for_kernel(self.kernel)
-        home = self.index.home_file(self.kernel) if self.kernel else None
-        inner = {u.file for u in self.kernel.user_lines + self.kernel.library_lines} if self.kernel else set()
-        if home and self.index.source_file not in inner:
-            self._show_source_file(home)
-        self.query_one(SourceFiles).load(files, self.index.source_file, counts)
-
-    def _show_source_file(self, file: str) -> None:
-        if file != self.index.source_file and self.index.set_source_file(file):
-            self._load_source()
-            self._mark_source()
-        self.query_one(SourceFiles).load(self.index.source_files(), self.index.source_file,
-                                         self.index.files_for_kernel(self.kernel))
-
-    @on(SourceFiles.Chosen)
-    def _source_file_chosen(self, event: SourceFiles.Chosen) -> None:
-        self._show_source_file(event.file)
-        self.set_focus(self.query_one("#source", CodeView))
+        self.pane("fx").step_kind(delta)
 
     def action_next_file(self) -> None:
         """The next file that holds lines of the selected kernel (every file when it has none)."""
-        files = [e["file"] for e in self.index.source_files()]
-        if len(files) <= 1:
-            self.notify("this capture has one source file", timeout=2)
-            return
-        counts = self.index.files_for_kernel(self.kernel)
-        ring = [f for f in files if f in counts] or files
-        cur = self.index.source_file
-        nxt = ring[(ring.index(cur) + 1) % len(ring)] if cur in ring else ring[0]
-        self._show_source_file(nxt)
-        self.action_show_pane("source")
-
-    def _mark_source(self) -> None:
-        view = self.query_one("#source", CodeView)
-        if not view.is_placeholder:
-            view.set_marks(self.index.source_rows_for_kernel(self.kernel) if self.kernel else [],
-                           jump=not view.has_focus)
-
-    def _load_fx(self) -> None:
-        view = self.query_one("#fx", CodeView)
-        pane = self.query_one("#pane-fx")
-        g = self.graph
-        if g is None:
-            view.set_placeholder("No graphs in this capture.")
-            return
-        key = (g.id, self.fx_kind, self.fx_compact)
-        if self._loaded.get("fx") != key:
-            self._loaded["fx"] = key
-            text = self.index.graph_text(g, self.fx_kind)
-            if text:
-                view.set_document(TextDoc(compact_fx(text) if self.fx_compact else text, python_lexer), raw_text=text)
-            else:
-                why = " (capture with backward to get one)" if self.fx_kind == "fx-aot-joint" else ""
-                view.set_placeholder(f"Graph {g.id} has no {FX_TITLES[self.fx_kind]} FX graph{why}.")
-        lines = self.index.fx_lines_for_kernel(self.kernel, g, self.fx_kind) if self.kernel else []
-        if not view.is_placeholder:
-            view.set_marks([n - 1 for n in lines], jump=not view.has_focus)
-        what = f" · {plural(len(lines), 'node')} of {self.kernel.name}" if self.kernel and lines else ""
-        shown = "compact (a: as printed)" if self.fx_compact else "as printed (a: compact)"
-        pane.border_subtitle = Content(f"{FX_TITLES[self.fx_kind]} · {g.id}{what} · {shown}")
-
-    def _load_kernel(self) -> None:
-        view = self.query_one("#kernel", CodeView)
-        pane = self.query_one("#pane-kernel")
-        k = self.kernel
-        key = k.id if k else None
-        if self._loaded.get("kernel") == (key,):
-            return
-        self._loaded["kernel"] = (key,)
-        if k is None:
-            view.set_placeholder("Select a kernel: ↑↓ in the kernel list, or , and . anywhere.")
-            pane.border_subtitle = ""
-            return
-        if k.lang == "extern" or not k.source:
-            view.set_placeholder(
-                f"{k.name} is an extern call: Inductor calls a library kernel here (cuBLAS / ATen),\n"
-                f"so there is no generated source.\n\n    {k.call_text}\n\n"
-                f"Its launch is line {k.call_line} of the output code (press o).")
-        else:
-            text = self.index.text(k.source)
-            view.set_document(TextDoc(text, kernel_lexer(k.lang)))
-        facts = [k.kind]
-        chosen = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
-        if chosen is not None:
-            facts.append(f"warps {chosen.metadata.get('num_warps')} · stages {chosen.metadata.get('num_stages')}")
-            if len(k.triton) > 1:
-                facts.append(f"{len(k.triton)} variants")
-        pane.border_subtitle = Content(f"{k.name} · " + " · ".join(facts))
-
-    def _load_output(self) -> None:
-        view = self.query_one("#output", CodeView)
-        pane = self.query_one("#pane-output")
-        g = self.graph
-        if g is None:
-            view.set_placeholder("No output code in this capture.")
-            return
-        if self._loaded.get("output") != (g.id,):
-            self._loaded["output"] = (g.id,)
-            text = self.index.graph_text(g, "output_code")
-            if text:
-                view.set_document(TextDoc(text, python_lexer))
-            else:
-                view.set_placeholder(f"Graph {g.id} has no output code.")
-        if view.is_placeholder:
-            return
-        k = self.kernel
-        lines = self.index.output_lines_for_kernel(k) if k else []
-        view.set_marks([n - 1 for n in lines], jump=False)
-        if k is not None and k.call_line and not view.has_focus:
-            view.move_cursor(k.call_line - 1, center=True)
-        pane.border_subtitle = Content(g.id + (f" · {k.name} launched at line {k.call_line}" if k and k.call_line else ""))
-
-    def _load_breaks(self) -> None:
-        breaks = self.query_one("#breaks", OptionList)
-        b = self.bundle
-        options = []
-        for i, gb in enumerate(b.graph_breaks):
-            where = f"{base_name(gb.file)}:{gb.line}" if gb.file else "?"
-            options.append(Option(Content(f"⚠ break  {where}  {gb.reason}" + (f"  [{gb.code}]" if gb.code else "")),
-                                  id=f"break:{i}"))
-        for i, r in enumerate(b.recompiles):
-            where = f"{base_name(r.file)}:{r.line}" if r.file else "?"
-            options.append(Option(Content(f"↻ recompile {r.compile_id}  {where}  {r.reason}"), id=f"recompile:{i}"))
-            if r.guard:
-                options.append(Option(Content(_failed_guard_text(r.guard)), id=f"guard:{i}"))
-        if options:
-            breaks.add_options(options)
-            breaks.highlighted = 0
-        else:
-            breaks.add_option(Option("✓ no graph breaks and no recompiles: Dynamo captured it whole",
-                                     disabled=True))
-        pane = self.query_one("#pane-breaks")
-        pane.border_subtitle = Content(f"{plural(len(b.graph_breaks), 'break')} · {plural(len(b.recompiles), 'recompile')}")
+        if self.pane("source").next_file():
+            self.action_show_pane("source")
 
     # -- actions that leave the screen -----------------------------------------------------------
     def action_back(self) -> None:
-        self.app.action_back()
+        self.post_message(GoBack())
 
     def _request(self):
         from kernelscope.ui.capture_request import CaptureRequest
@@ -562,21 +325,21 @@ class ExplorerScreen(Screen):
             self.notify("this bundle came from a log, not a target; there is nothing to recompile",
                         severity="warning")
             return
-        self.app.recompile(req, self, ask=True)
+        self.post_message(RecompileRequested(req, previous=self.bundle, ask=True))
 
     def action_recapture(self) -> None:
         req = self._request()
         if req is None:
             self.notify("this bundle came from a log, not a target; there is nothing to recapture", severity="warning")
             return
-        self.app.recompile(req, self, ask=False)
+        self.post_message(RecompileRequested(req, previous=self.bundle, ask=False))
 
     def action_edit(self) -> None:
         req = self._request()
         if req is None:
             self.notify("this bundle came from a log, not a target; there is no function to edit", severity="warning")
             return
-        self.app.edit(req, self)
+        self.post_message(EditRequested(req, previous=self.bundle))
 
     def action_pipeline(self) -> None:
         from kernelscope.ui.screens.tools import PipelineScreen
@@ -598,14 +361,3 @@ class ExplorerScreen(Screen):
             self.notify("no earlier capture to compare with: recompile (c) or edit (e) first", severity="warning")
             return
         self.app.push_screen(DiffScreen(self.previous, self.bundle))
-
-
-def _failed_guard_text(guard: dict) -> str:
-    """The row under a recompile: the guard of the earlier graph that failed, where it is, both values."""
-    where = f"{base_name(guard['file'])}:{guard['line']}" if guard.get("line") else "no user line"
-    values = ""
-    if guard.get("expected") is not None or guard.get("actual") is not None:
-        values = f"  expected {guard.get('expected')}, actual {guard.get('actual')}"
-    text = guard.get("text") or guard.get("failure", "")
-    kind = f"{guard.get('group')} guard" if guard.get("group") else "guard"
-    return f"   ↳ failed {kind} of {guard.get('compile_id')}  {where}{values}  {text}"

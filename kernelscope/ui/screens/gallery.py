@@ -14,6 +14,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.messages import CaptureRequested, EditRequested, OpenAnything, OpenBundle, RecompileRequested
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.key_footer import KeyFooter
@@ -117,29 +118,29 @@ class GalleryScreen(Screen):
     @on(OptionList.OptionSelected, "#recent")
     def _recent(self, event: OptionList.OptionSelected) -> None:
         if event.option.id:
-            self.app.open_bundle(event.option.id)
+            self.post_message(OpenBundle(event.option.id))
 
     def action_capture(self) -> None:
         req = self._selected()
         if req is not None:
-            self.app.run_capture(req)
+            self.post_message(CaptureRequested(req))
 
     def action_capture_form(self) -> None:
         req = self._selected()
         if req is not None:
-            self.app.recompile(req, None, ask=True)
+            self.post_message(RecompileRequested(req, ask=True))
 
     def action_edit(self) -> None:
         req = self._selected()
         if req is not None:
-            self.app.edit(req, None)
+            self.post_message(EditRequested(req))
 
     def action_open(self) -> None:
         from kernelscope.ui.screens.dialogs import PromptScreen
 
         def answer(value: str | None) -> None:
             if value:
-                self.app.open_anything(value)
+                self.post_message(OpenAnything(value))
 
         self.app.push_screen(PromptScreen("Open a bundle folder, or capture a target (sample name or file.py::fn):",
                                           placeholder="path/to/bundle  or  path/to/file.py::fn"), answer)

@@ -90,7 +90,7 @@ class PresentationScreen(Screen):
 
     # -- content ---------------------------------------------------------------------------------
     def source_side(self) -> Side:
-        from kernelscope.ui.screens.explorer import python_lexer
+        from kernelscope.ui.panes.base import python_lexer
         from kernelscope.ui.xref import base_name
 
         src = self.index.source()
@@ -101,7 +101,7 @@ class PresentationScreen(Screen):
         return Side(f"Your source · {base_name(src.file)}", src.text, python_lexer, marks, cursor)
 
     def kernel_side(self) -> Side:
-        from kernelscope.ui.screens.explorer import kernel_lexer
+        from kernelscope.ui.panes.base import kernel_lexer
 
         k = self.kernel
         if k is None:
@@ -159,3 +159,41 @@ class PresentationScreen(Screen):
         i = order.index(self.kernel) if self.kernel in order else -1
         self.kernel = order[(i + delta) % len(order)]
         self.show()
+
+
+def presentation_for(screen, heading: str = "", note: str = ""):
+    """The presentation of what ``screen`` shows, or None where it shows no capture (gallery, editor)."""
+    from kernelscope.ui.screens.explorer import ExplorerScreen
+    from kernelscope.ui.screens.tools import BenchScreen, DiffScreen, PipelineScreen
+
+    if isinstance(screen, ExplorerScreen):
+        k = screen.kernel if screen.kernel is not None and screen.kernel.source else None
+        return PresentationScreen(screen.bundle, k, heading=heading, note=note)
+    if isinstance(screen, PipelineScreen):
+        try:
+            from kernelscope.pipeline.stages import STAGES
+            from kernelscope.ui.lexers import lexer_for_stage
+            from kernelscope.ui.widgets.pipeline_view import PipelineView
+
+            view = screen.query_one(PipelineView)
+        except Exception:  # the pipeline view is not installed: the kernel and its source
+            return PresentationScreen(screen.bundle, screen.kernel, heading=heading, note=note)
+        if not view.stages:
+            return PresentationScreen(screen.bundle, screen.kernel, heading=heading, note=note)
+        i = view.stage_index
+        j = view.other_index if view.other_index != i else (i + 1) % len(view.stages)
+
+        def side(n: int) -> Side:
+            st = view.stages[n]
+            lexer = None if st.missing else (lambda lx=STAGES[n].lexer: lexer_for_stage(lx))
+            return Side(f"{st.title} · {screen.kernel.name}", st.display_text(), lexer,
+                        placeholder=st.missing)
+
+        return PresentationScreen(screen.bundle, screen.kernel, left=side(i), right=side(j),
+                                  heading=heading or f"Triton pipeline · {screen.kernel.name}", note=note)
+    if isinstance(screen, BenchScreen):
+        return PresentationScreen(screen.bundle, heading=heading, note=note)
+    if isinstance(screen, DiffScreen):
+        bundle = getattr(screen, "after", None)
+        return PresentationScreen(bundle, heading=heading, note=note) if bundle is not None else None
+    return None

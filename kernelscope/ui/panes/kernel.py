@@ -1,0 +1,52 @@
+"""The kernel source pane: the selected kernel's generated source (Triton or C++), its config in the title."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.content import Content
+
+from kernelscope.ui.panes.base import Pane, kernel_lexer
+from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.code_view import CodeView
+
+
+class KernelPane(Pane):
+    pane_id, pane_title, pane_key, pane_tab = "kernel", "Kernel source", "4", "Kernel"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._loaded: tuple | None = None
+
+    def compose(self) -> ComposeResult:
+        yield CodeView(id="kernel")
+
+    def show_selection(self, graph, k) -> None:
+        view = self.query_one(CodeView)
+        key = (k.id if k else None,)
+        if self._loaded == key:
+            return
+        self._loaded = key
+        if k is None:
+            view.set_placeholder("Select a kernel: ↑↓ in the kernel list, or , and . anywhere.")
+            self.border_subtitle = ""
+            return
+        if k.lang == "extern" or not k.source:
+            view.set_placeholder(
+                f"{k.name} is an extern call: Inductor calls a library kernel here (cuBLAS / ATen),\n"
+                f"so there is no generated source.\n\n    {k.call_text}\n\n"
+                f"Its launch is line {k.call_line} of the output code (press o).")
+        else:
+            view.set_document(TextDoc(self.explorer.index.text(k.source), kernel_lexer(k.lang)))
+        facts = [k.kind]
+        chosen = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
+        if chosen is not None:
+            facts.append(f"warps {chosen.metadata.get('num_warps')} · stages {chosen.metadata.get('num_stages')}")
+            if len(k.triton) > 1:
+                facts.append(f"{len(k.triton)} variants")
+        self.border_subtitle = Content(f"{k.name} · " + " · ".join(facts))
+
+    @on(CodeView.LineActivated, "#kernel")
+    def _line(self, event: CodeView.LineActivated) -> None:
+        event.stop()
+        self.post_message(self.Goto("output"))

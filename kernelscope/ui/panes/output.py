@@ -1,0 +1,53 @@
+"""The output code pane: the Python Inductor wrote for the graph; the selected kernel's launch marked."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.content import Content
+
+from kernelscope.ui.panes.base import Pane, python_lexer
+from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.code_view import CodeView
+
+
+class OutputPane(Pane):
+    pane_id, pane_title, pane_key, pane_tab = "output", "Output code", "5", "Output"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._loaded: tuple | None = None
+
+    def compose(self) -> ComposeResult:
+        yield CodeView(id="output")
+
+    def show_selection(self, graph, k) -> None:
+        view = self.query_one(CodeView)
+        if graph is None:
+            view.set_placeholder("No output code in this capture.")
+            return
+        if self._loaded != (graph.id,):
+            self._loaded = (graph.id,)
+            text = self.explorer.index.graph_text(graph, "output_code")
+            if text:
+                view.set_document(TextDoc(text, python_lexer))
+            else:
+                view.set_placeholder(f"Graph {graph.id} has no output code.")
+        if view.is_placeholder:
+            return
+        lines = self.explorer.index.output_lines_for_kernel(k) if k else []
+        view.set_marks([n - 1 for n in lines], jump=False)
+        if k is not None and k.call_line and not view.has_focus:
+            view.move_cursor(k.call_line - 1, center=True)
+        launched = f" · {k.name} launched at line {k.call_line}" if k and k.call_line else ""
+        self.border_subtitle = Content(graph.id + launched)
+
+    @on(CodeView.LineActivated, "#output")
+    def _line(self, event: CodeView.LineActivated) -> None:
+        event.stop()
+        graph = self.explorer.graph
+        if graph is None:
+            return
+        k = self.explorer.index.kernel_for_output_line(graph, event.index + 1)
+        self.post_message(self.Follow(("output", graph.id, event.index), [k] if k else [],
+                                      f"output line {event.index + 1}"))
