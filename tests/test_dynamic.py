@@ -121,7 +121,7 @@ def test_dynamic_capture_shows_symbols_and_per_call_sizes_and_bytes(cpu_dynamic_
     out = proc.stdout
     assert "L['x'].size()[0]" in out and "hint 64" in out
     assert "read ?" not in out
-    for rows, size in ((64, "256.0 KB"), (128, "512.0 KB"), (256, "1.0 MB")):
+    for rows, size in ((64, "262.1 KB"), (128, "524.3 KB"), (256, "1.0 MB")):  # decimal SI units
         assert f"[{rows}, 1024]" in out and f"read {size}" in out
     data = json.loads(kernelscope_cmd("show", str(cpu_dynamic_softmax), "--json").stdout)
     (k,) = [k for k in data["kernels"] if k["lang"] != "extern"]
