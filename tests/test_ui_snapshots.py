@@ -76,7 +76,7 @@ def test_capture_error_80x24(snap_compare):
 
 @pytest.fixture(scope="module")
 def fixture_bundles():
-    """Committed GPU fixtures (no ../shared needed) at one fixed path, for the same reason as above."""
+    """Committed GPU fixtures (nothing from outside the checkout) at one fixed path, for the same reason as above."""
     root = Path("/tmp/kernelscope-snapshot-fixtures")
     shutil.rmtree(root, ignore_errors=True)
     here = Path(__file__).parent / "fixtures" / "gpu"
