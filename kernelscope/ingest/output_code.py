@@ -425,7 +425,11 @@ def _launch_buffers(launch: Launch, code: OutputCode) -> list[BufferUse]:
     pointer_args = [(n, t) for n, t in kdef.signature if t.startswith("*") or t.endswith("*")]
     if kdef.lang == "triton":
         pointer_args = [(n, t) for n, t in kdef.signature if t.startswith("*")]
-        positional = [n for n, t in kdef.signature if t != "constexpr"]
+        # The launch passes every argument but the block sizes (XBLOCK, R0_BLOCK: constexpr and upper
+        # case); a numel that Inductor made constexpr (xnumel=1) is still passed.
+        positional = [n for n, t in kdef.signature if not (t == "constexpr" and n.isupper())]
+        if len(positional) != len(launch.args):
+            positional = [n for n, t in kdef.signature if t != "constexpr"]
         by_name = dict(zip(positional, launch.args))
     else:
         by_name = dict(zip([n for n, _ in kdef.signature], launch.args))

@@ -91,7 +91,8 @@ class KernelTable(DataTable):
 
     def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
         suffix = f" ×{k.launches}" if k.launches > 1 else ""
-        name = Text(shorten_middle(k.name, max(width - len(suffix), 8)) if width else k.name,
+        shown = display_name(k)
+        name = Text(shorten_middle(shown, max(width - len(suffix), 8)) if width else shown,
                     style="italic" if k.lang == "extern" else "bold")
         if suffix:
             name.append(suffix, style="dim")
@@ -111,7 +112,7 @@ class KernelTable(DataTable):
         width = self.scrollable_content_region.width
         if width <= 0 or not self._row_ids:
             return
-        longest = max([len(k.name) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in self.kernels.values()]
+        longest = max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in self.kernels.values()]
                       + [len(self.columns[ColumnKey("name")].label.plain)])
         room = max(width - self._other_widths() - 2, 12)
         wanted = None if longest <= room else room
@@ -131,7 +132,7 @@ class KernelTable(DataTable):
         self._fit()
 
     def _cells(self, k: Kernel) -> list:
-        lines = ",".join(str(u.line) for u in k.user_lines[:3]) + ("…" if len(k.user_lines) > 3 else "")
+        lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
         name = self._name_cell(k)
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
         return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, short_bytes(kernel_moved(k)),
@@ -199,3 +200,13 @@ class KernelTable(DataTable):
                          + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
         self.app.copy_to_clipboard("\n".join(lines) + "\n")
         self.notify(f"copied {plural(n, 'kernel')} as TSV (OSC 52)", timeout=2)
+
+
+def display_name(k: Kernel) -> str:
+    """The name as the table shows it: an extern call without the wrapper's namespace
+    (``extern_kernels.mm`` -> ``mm``, ``torch.ops.aten.foo.default`` -> ``aten.foo``; the kind column
+    says it is extern), a generated kernel as it is."""
+    if k.lang != "extern":
+        return k.name
+    name = k.name.removeprefix("extern_kernels.").removeprefix("torch.ops.")
+    return name.removesuffix(".default") or k.name
