@@ -10,6 +10,10 @@ The calls are matched as one sequence: the bundle's launches repeated once per p
 call that launched something extra (a memset, a CUDA-graph copy) costs nothing but that extra, which
 is kept as *not a launch of the bundle* and named. Times per launch are means over the calls, so the
 per-launch times and the unattributed rest add up to the profiler's device total per call.
+
+Under CUDA graphs (reduce-overhead) a replay's kernels all link to one cudaGraphLaunch: they are matched
+by order and name, and the copies of the inputs into the graph's static buffers that precede each replay
+are split off as *CUDA-graph input copies* (split_graph_replay), counted apart in the sum check.
 """
 
 from __future__ import annotations

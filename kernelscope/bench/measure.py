@@ -570,6 +570,7 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> tuple[list
     ops = {}
     runtime: dict[int, str] = {}  # correlation id -> the runtime call (a kernel carries its launch's id)
     launches: dict[str, int] = {}
+    graph_ops: set[int] = set()  # the ops a cudaGraphLaunch ran under (a fallback when ids do not pair)
     if device == "cuda":
         for e in events:
             if e.device_type != torch.autograd.DeviceType.CPU:
@@ -577,15 +578,18 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> tuple[list
             if e.name in RUNTIME_LAUNCHES:
                 runtime[e.id] = e.name
                 launches[e.name] = launches.get(e.name, 0) + 1
+                if e.name == "cudaGraphLaunch" and getattr(e, "linked_correlation_id", 0):
+                    graph_ops.add(e.linked_correlation_id)
             elif not e.is_async and e.id not in ops:
                 ops[e.id] = e
     for e in events:
         if device == "cuda":
             if e.device_type != torch.autograd.DeviceType.CUDA:
                 continue
-            op = ops.get(getattr(e, "linked_correlation_id", 0) or 0)
-            group = launch_group(op)
-            info = {"op": ops[group].name if group in ops else "", "via": runtime.get(e.id, "")}
+            linked = getattr(e, "linked_correlation_id", 0) or 0
+            group = launch_group(ops.get(linked))
+            via = runtime.get(e.id, "") or ("cudaGraphLaunch" if linked in graph_ops else "")
+            info = {"op": ops[group].name if group in ops else "", "via": via}
             rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(), group, info))
             continue
         m = _CPP_EVENT.match(e.name)
