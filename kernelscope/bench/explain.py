@@ -62,6 +62,11 @@ def explain_counts(counts: dict[str, Any], rec: dict[str, Any], unclaimed: list[
                        + ", ".join(names[:3]) + (" ..." if len(names) > 3 else "") + ": library kernels such as "
                        "cuBLAS split-K + reduce, or a workspace memset)")
     mode = ((bundle.options if bundle is not None else {}) or {}).get("mode") or ""
+    copies = (rec.get("cudagraphs") or {}).get("copies")
+    if copies and copies.get("kernels_per_call"):
+        what = f"{copies['tensors']} input tensors" if copies.get("tensors") is not None else "the inputs"
+        reasons.append(f"+{copies['kernels_per_call']:g}: CUDA-graph input copies ({what} copied into the graph's "
+                       f"static buffers before each replay: {', '.join(n['name'][:50] for n in copies['names'])})")
     for u in unclaimed:
         what = ("a CUDA-graph input copy" if "memcpy" in u["name"].lower() and "reduce-overhead" in mode else
                 "a memset/memcpy the output code does not list as a launch" if u.get("memset") else

@@ -10,6 +10,10 @@ The calls are matched as one sequence: the bundle's launches repeated once per p
 call that launched something extra (a memset, a CUDA-graph copy) costs nothing but that extra, which
 is kept as *not a launch of the bundle* and named. Times per launch are means over the calls, so the
 per-launch times and the unattributed rest add up to the profiler's device total per call.
+
+Under CUDA graphs (reduce-overhead) a replay's kernels all link to one cudaGraphLaunch: they are matched
+by order and name, and the copies of the inputs into the graph's static buffers that precede each replay
+are split off as *CUDA-graph input copies* (split_graph_replay), counted apart in the sum check.
 """
 
 from __future__ import annotations
@@ -36,8 +40,55 @@ def is_memset(name: str) -> bool:
 
 
 def event_rows(sequence: list) -> list[tuple[str, float, Any]]:
-    """``[name, us]`` or ``[name, us, group]`` rows as (name, us, group)."""
+    """``[name, us]``, ``[name, us, group]`` or ``[name, us, group, info]`` rows as (name, us, group)."""
     return [(r[0], float(r[1]), r[2] if len(r) > 2 else None) for r in sequence]
+
+
+GRAPH_LAUNCH = "cudaGraphLaunch"
+COPY_OPS = ("aten::_foreach_copy_", "aten::copy_")
+COPY_WORDS = ("multi_tensor_apply", "copy")
+
+
+def split_graph_replay(sequence: list, named: set[str]) -> tuple[list[tuple[str, float, Any]], list[tuple[str, float]]]:
+    """The compiled call's device kernels under CUDA graphs: (the kernels the bundle's launches ran,
+    the input copies). Rows are ``[name, us, group, info]`` with ``info["via"]`` the host call that
+    launched the kernel and ``info["op"]`` the op it ran under.
+
+    A replay's kernels all link to one host call (cudaGraphLaunch), so their group says nothing about
+    which launch ran them: they lose it and are matched by order and name (a replay runs the graph's
+    kernels in the output code's call() order). Before each replay Inductor copies the inputs that do
+    not live at the graph's static addresses into its buffers (``torch._foreach_copy_``: a
+    multi_tensor_apply_kernel per chunk), launched on their own, outside the graph: a kernel not in
+    the replay, not one of the bundle's, run by a copy op (or, with no op recorded, named as a copy)
+    is such a copy. Without any replay the rows pass unchanged and nothing is a copy."""
+    rows = [(r[0], float(r[1]), r[2] if len(r) > 2 else None, (r[3] if len(r) > 3 else None) or {})
+            for r in sequence]
+    if not any(info.get("via") == GRAPH_LAUNCH for *_, info in rows):
+        return [(n, us, g) for n, us, g, _ in rows], []
+    kept: list[tuple[str, float, Any]] = []
+    copies: list[tuple[str, float]] = []
+    for name, us, group, info in rows:
+        if info.get("via") == GRAPH_LAUNCH:
+            kept.append((name, us, None))
+        elif name not in named and (info.get("op") in COPY_OPS or
+                                    (not info.get("op") and any(w in name.lower() for w in COPY_WORDS))):
+            copies.append((name, us))
+        else:
+            kept.append((name, us, group))
+    return kept, copies
+
+
+def copy_summary(copies: list[tuple[str, float]], calls: int, copied: dict[str, Any] | None) -> dict[str, Any]:
+    """Per call: copy kernels, their device time, and what they copied (``copied``: the non-static
+    inputs, {"tensors", "bytes"}, as the bench child counted them)."""
+    calls = max(1, calls)
+    names: dict[str, int] = {}
+    for name, _ in copies:
+        names[name] = names.get(name, 0) + 1
+    copied = copied or {}
+    return {"kernels_per_call": round(len(copies) / calls, 3), "us": round(sum(us for _, us in copies) / calls, 3),
+            "names": [{"name": n, "per_call": round(k / calls, 3)} for n, k in names.items()],
+            "tensors": copied.get("tensors"), "bytes": copied.get("bytes")}
 
 
 def units(events: list[tuple[str, float, Any]], named: set[str]) -> list[Unit]:
@@ -126,18 +177,23 @@ def _next_named(us_units: list[Unit], name: str, start: int) -> int | None:
     return next((x for x in range(start, len(us_units)) if us_units[x].named and us_units[x].name == name), None)
 
 
-def sum_check(per_launch_us: list[float | None], total_us: float, tolerance_pct: float = 1.0) -> dict[str, Any]:
-    """Do the per-launch times add up to the profiler's device total per call (within ``tolerance_pct``)?"""
+def sum_check(per_launch_us: list[float | None], total_us: float, tolerance_pct: float = 1.0,
+              copies_us: float = 0.0) -> dict[str, Any]:
+    """Do the per-launch times (plus the CUDA-graph input copies, ``copies_us``) add up to the
+    profiler's device total per call (within ``tolerance_pct``)?"""
     timed = [x for x in per_launch_us if x is not None]
     s = sum(timed)
-    diff = 100.0 * (s - total_us) / total_us if total_us else 0.0
-    return {"launches_us": round(s, 3), "total_us": round(total_us, 3), "diff_pct": round(diff, 2),
-            "ok": abs(diff) <= tolerance_pct, "untimed": len(per_launch_us) - len(timed),
-            "launches": len(per_launch_us)}
+    diff = 100.0 * (s + copies_us - total_us) / total_us if total_us else 0.0
+    out = {"launches_us": round(s, 3), "total_us": round(total_us, 3), "diff_pct": round(diff, 2),
+           "ok": abs(diff) <= tolerance_pct, "untimed": len(per_launch_us) - len(timed),
+           "launches": len(per_launch_us)}
+    if copies_us:
+        out["copies_us"] = round(copies_us, 3)
+    return out
 
 
-def where_time_goes(rows: list[dict[str, Any]], total_us: float, unclaimed: list[dict[str, Any]] | None = None
-                    ) -> list[dict[str, Any]]:
+def where_time_goes(rows: list[dict[str, Any]], total_us: float, unclaimed: list[dict[str, Any]] | None = None,
+                    copies: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Per definition (kernel name): time per call over its launches, share of the call's device
     time, launches, bytes and FLOPs moved, achieved GB/s and TFLOP/s; slowest first. ``rows`` are
     the per-launch rows (``name``, ``us``, ``moved``, ``moved_bound``, ``flops``)."""
@@ -159,6 +215,13 @@ def where_time_goes(rows: list[dict[str, Any]], total_us: float, unclaimed: list
                                                 "us": r["us"], "launches": r["per_call"], "timed": r["per_call"],
                                                 "bytes": None, "bytes_bound": False, "flops": None,
                                                 "unclaimed": True}
+    if copies and copies.get("kernels_per_call"):
+        label = ", ".join(n["name"] for n in copies["names"])
+        moved = 2 * copies["bytes"] if copies.get("bytes") else None  # read + written, as the copy ceiling
+        table["(CUDA-graph input copies) " + label] = {
+            "name": label, "kind": "input copy", "us": copies["us"], "launches": copies["kernels_per_call"],
+            "timed": copies["kernels_per_call"], "bytes": moved, "bytes_bound": False, "flops": None,
+            "input_copies": True}
     out = []
     for d in table.values():
         us = d["us"] if d["timed"] else None

@@ -15,6 +15,7 @@ import copy
 import gc
 import importlib.util
 import json
+import logging
 import math
 import os
 import platform
@@ -545,10 +546,18 @@ def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: d
     return {name: gate.samples(name, reps) for name in steps}
 
 
-def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple[str, float, Any]]:
-    """(kernel name, µs, group) in launch order over ``calls`` calls: device kernels on a GPU, top-level
-    ATen ops and Inductor's C++ kernels on a CPU. ``group`` names the top-level op that launched the
-    kernel (see launch_group), so the kernels one extern call runs are timed as that one launch."""
+RUNTIME_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                    "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync", "cudaLaunchCooperativeKernel")
+
+
+def profile_calls(step: Step, sets: list, device: str, calls: int) -> tuple[list[tuple[str, float, Any, dict]],
+                                                                         dict[str, int]]:
+    """(kernel name, µs, group, info) in launch order over ``calls`` calls: device kernels on a GPU,
+    top-level ATen ops and Inductor's C++ kernels on a CPU; and the host's launch calls counted by
+    name (cudaLaunchKernel, cudaGraphLaunch: one per CUDA-graph replay). ``group`` names the top-level
+    op that launched the kernel (see launch_group), so the kernels one extern call runs are timed as
+    that one launch; ``info`` has that op's name ("op") and the runtime call that launched the kernel
+    ("via": cudaLaunchKernel, or cudaGraphLaunch for a kernel a CUDA graph replayed) where known."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
@@ -556,23 +565,36 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple
         for i in range(calls):
             step(sets[i % len(sets)])
             sync(device)
-    rows: list[tuple[float, str, float, Any]] = []
+    rows: list[tuple[float, str, float, Any, dict]] = []
     events = prof.events()
     ops = {}
+    runtime: dict[int, str] = {}  # correlation id -> the runtime call (a kernel carries its launch's id)
+    launches: dict[str, int] = {}
+    graph_ops: set[int] = set()  # the ops a cudaGraphLaunch ran under (a fallback when ids do not pair)
     if device == "cuda":
         for e in events:
-            if e.device_type == torch.autograd.DeviceType.CPU and not e.is_async and e.id not in ops:
+            if e.device_type != torch.autograd.DeviceType.CPU:
+                continue
+            if e.name in RUNTIME_LAUNCHES:
+                runtime[e.id] = e.name
+                launches[e.name] = launches.get(e.name, 0) + 1
+                if e.name == "cudaGraphLaunch" and getattr(e, "linked_correlation_id", 0):
+                    graph_ops.add(e.linked_correlation_id)
+            elif not e.is_async and e.id not in ops:
                 ops[e.id] = e
     for e in events:
         if device == "cuda":
             if e.device_type != torch.autograd.DeviceType.CUDA:
                 continue
-            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(),
-                         launch_group(ops.get(getattr(e, "linked_correlation_id", 0) or 0))))
+            linked = getattr(e, "linked_correlation_id", 0) or 0
+            group = launch_group(ops.get(linked))
+            via = runtime.get(e.id, "") or ("cudaGraphLaunch" if linked in graph_ops else "")
+            info = {"op": ops[group].name if group in ops else "", "via": via}
+            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(), group, info))
             continue
         m = _CPP_EVENT.match(e.name)
         if m:
-            rows.append((e.time_range.start, m.group(1), e.time_range.elapsed_us(), e.id))
+            rows.append((e.time_range.start, m.group(1), e.time_range.elapsed_us(), e.id, {}))
             continue
         if not e.name.startswith("aten::") or e.name[6:] in ALLOC_OR_VIEW:
             continue
@@ -580,9 +602,9 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> list[tuple
         while parent is not None and not parent.name.startswith("aten::"):
             parent = parent.cpu_parent
         if parent is None:
-            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(), e.id))
+            rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(), e.id, {}))
     rows.sort(key=lambda r: r[0])
-    return [(name, us, group) for _, name, us, group in rows]
+    return [(name, us, group, info) for _, name, us, group, info in rows], launches
 
 
 def launch_group(op) -> Any:
@@ -665,6 +687,7 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     inputs = make_inputs(request, module, device)
     apply_train_state(module, fn, options)
     eager = Step(fn, backward, options)
+    skips, skips_before = SkipLog(), (_cudagraph_skips() if uses_cudagraphs(options, device) else 0)
     compiled = Step(compile_fn(fn, options), backward, options)
     result: dict[str, Any] = {"inputs": [session.describe(v) for v in inputs],
                               "grad_mode": options.get("grad_mode"), "eval": bool(options.get("eval"))}
@@ -689,19 +712,128 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     except Exception as exc:
         raise _classify(exc, request) from exc
     for name, step in (("eager", eager), ("compiled", compiled)):
-        samples = timed[name]
-        try:
-            events.emit(name, f"profiling {settings['profile_calls']} {name} calls")
-            sequence = profile_calls(step, sets, device, int(settings["profile_calls"]))
-        except BenchFailure:
-            raise
-        except Exception as exc:
-            raise _classify(exc, request) from exc
-        result[name] = {"e2e": {**analysis.run_stats(samples), "host": gate.report(name, int(settings["reps"]))},
-                        "loop": {**analysis.run_stats(looped[name]), "host": loop_gate.report(name, 7)},
-                        "profile_calls": int(settings["profile_calls"]),
-                        "sequence": [[n, round(us, 3), g] for n, us, g in sequence]}
+        result[name] = _profiled(request, name, step, sets, timed[name], looped[name], gate, loop_gate, events)
+    if uses_cudagraphs(options, device):
+        result["cudagraphs"] = {"skips": skips.messages, "skip_counter": _cudagraph_skips() - skips_before,
+                                "copied": copied_inputs(inputs, fn)}
+        result["compiled_static"] = static_section(request, fn, sets[0], eager, events)
+    skips.close()
     return result
+
+
+def _profiled(request: dict, name: str, step: Step, sets: list, samples: list[float], looped: list[float],
+              gate: HostGate, loop_gate: HostGate, events) -> dict[str, Any]:
+    settings = request["settings"]
+    try:
+        events.emit(name, f"profiling {settings['profile_calls']} {name} calls")
+        sequence, host_launches = profile_calls(step, sets, request["device"], int(settings["profile_calls"]))
+    except BenchFailure:
+        raise
+    except Exception as exc:
+        raise _classify(exc, request) from exc
+    return {"e2e": {**analysis.run_stats(samples), "host": gate.report(name, int(settings["reps"]))},
+            "loop": {**analysis.run_stats(looped), "host": loop_gate.report(name, 7)},
+            "profile_calls": int(settings["profile_calls"]), "host_launches": host_launches,
+            "sequence": [[n, round(us, 3), g, info] if info else [n, round(us, 3), g] for n, us, g, info in sequence]}
+
+
+# ---------------------------------------------------------------- CUDA graphs (reduce-overhead)
+
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+def uses_cudagraphs(options: dict, device: str) -> bool:
+    return device == "cuda" and (options.get("mode") or "") in CUDAGRAPH_MODES
+
+
+def mark_static_inputs(inputs: tuple) -> int:
+    """Mark each input tensor as living at a fixed address, so Inductor's CUDA graph reads it in place
+    instead of copying it into the graph's own buffer before every replay (what a training loop that
+    reuses its buffers gets). ``torch._dynamo.mark_static_address(t, guard=False)``: checked on torch
+    2.11 and 2.13 (public in torch._dynamo, default guard=False: no data_ptr guard, a moved input
+    re-records). Accepted on a CPU tensor (it only sets an attribute). Returns how many were marked."""
+    marked = 0
+    for t in inputs:
+        if isinstance(t, torch.Tensor):
+            torch._dynamo.mark_static_address(t, guard=False)
+            marked += 1
+    return marked
+
+
+def copied_inputs(inputs: tuple, fn) -> dict[str, Any]:
+    """What Inductor's CUDA graph copies before each replay: the call's tensor inputs (parameters and
+    buffers of a module stay in place; inputs marked static too)."""
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor) and t.is_cuda
+               and getattr(t, "_dynamo_static_input_type", None) is None]
+    return {"tensors": len(tensors), "bytes": sum(t.numel() * t.element_size() for t in tensors)}
+
+
+def _cudagraph_skips() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["cudagraph_skips"])
+
+
+class SkipLog(logging.Handler):
+    """Inductor's "skipping cudagraphs due to ..." warnings (the ``cudagraphs`` log, on by default at
+    WARNING), collected while this bench compiles."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.logger = logging.getLogger("torch._inductor")
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+        except Exception:
+            return
+        if "cudagraph" in msg and ("skipping" in msg or "disabling" in msg):
+            first = msg.strip().split("\n")[0]
+            if first not in self.messages:
+                self.messages.append(first)
+
+    def close(self) -> None:
+        self.logger.removeHandler(self)
+        super().close()
+
+
+def _fresh_code(fn):
+    """A wrapper with its own code object: Dynamo caches compiled frames per code object, so a second
+    torch.compile of ``fn`` itself would reuse the first compile (and its copying CUDA graph)."""
+    def in_place_call(*args):
+        return fn(*args)
+    return in_place_call
+
+
+def static_section(request: dict, fn, first: tuple, eager: Step, events) -> dict[str, Any]:
+    """The compiled call again, its inputs marked static and reused on every call (one input set, not
+    rotated): the CUDA graph replays with no input copies."""
+    device, settings, options = request["device"], request["settings"], request["options"]
+    events.emit("static", "compiling again with the inputs marked static (in place, no CUDA-graph copies)")
+    inputs = tuple(t.detach().clone().requires_grad_(t.requires_grad) if isinstance(t, torch.Tensor) else t
+                   for t in first)
+    marked = mark_static_inputs(inputs)
+    step = Step(compile_fn(_fresh_code(fn), options), eager.backward, options)
+    step.params = eager.params
+    t = time.perf_counter()
+    call_guarded(step, inputs, request)
+    compile_s = round(time.perf_counter() - t, 3)
+    gate, loop_gate = HostGate(host_reference(request)), HostGate(host_reference(request))
+    try:
+        timed = time_calls_pair({"compiled_static": step}, [inputs], device, settings, gate)
+        loop_gate.cached_reference_us = gate.reference_us()
+        looped = time_loop({"compiled_static": step}, [inputs], device, loop_gate)
+    except BenchFailure:
+        raise
+    except Exception as exc:
+        raise _classify(exc, request) from exc
+    out = _profiled(request, "compiled_static", step, [inputs], timed["compiled_static"],
+                    looped["compiled_static"], gate, loop_gate, events)
+    out.update(compile_s=compile_s, marked=marked, copied=copied_inputs(inputs, fn),
+               how="torch._dynamo.mark_static_address on each input tensor, one input set reused (not rotated)")
+    return out
 
 
 def scaled_specs(inputs: tuple, n: int) -> tuple[list[dict], int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from typing import Any
 from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bench.explain import explain_counts, rate_flag
-from kernelscope.bench.launches import event_rows, sum_check, where_time_goes
+from kernelscope.bench.launches import GRAPH_LAUNCH, copy_summary, split_graph_replay, sum_check, where_time_goes
 from kernelscope.bench.launches import match as match_launches
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
@@ -258,7 +259,9 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
                            "correctness": run.get("correctness"), "rotation": run.get("rotation"),
                            "pinned_cpu": run.get("pinned_cpu"),
                            "captured_on": bundle_device(bundle), "notes": []}
-    for side in ("eager", "compiled"):
+    for side in ("eager", "compiled", "compiled_static"):
+        if side not in run:
+            continue
         data = run[side]
         calls = data["profile_calls"]
         seq = [(r[0], r[1]) for r in data["sequence"]]
@@ -273,13 +276,16 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
             outside = None
         rec[side] = {"e2e": e2e, "loop": data.get("loop") or {}, "kernels": kernels,
                      "launches_per_call": round(len(seq) / calls, 3), "kernel_us": kernel_us,
-                     "outside_us": outside, "profile_calls": calls}
+                     "outside_us": outside, "profile_calls": calls,
+                     "host_launches": {k: round(v / calls, 3) for k, v in (data.get("host_launches") or {}).items()}}
     # Per compiled launch: the device kernels its op ran (every launch, repeated ones too), bytes from
     # the bundle, rate against the ceilings.
     copy_gbps = (ceil.get("copy") or {}).get("gbps")
     launches = compiled_count.launches
-    matched = match_launches([x.name for x in launches], named, event_rows(run["compiled"]["sequence"]),
-                             run["compiled"]["profile_calls"])
+    calls = run["compiled"]["profile_calls"]
+    replayed, copy_events = split_graph_replay(run["compiled"]["sequence"], named)
+    matched = match_launches([x.name for x in launches], named, replayed, calls)
+    copies = copy_summary(copy_events, calls, (run.get("cudagraphs") or {}).get("copied"))
     per_launch = []
     for launch, m in zip(launches, matched["per_launch"]):
         us = m["us"]
@@ -300,13 +306,17 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
             row.update(tflops=round(tflops, 3), pct_matmul=_round(analysis.percent(tflops, (top or {}).get("tflops"))),
                        matmul_ceiling=(top or {}).get("tflops"))
         per_launch.append(row)
-    total = matched["total_us"]
-    rec["sum_check"] = sum_check([r["us"] for r in per_launch], total)
+    total = matched["total_us"] + (copies["us"] if copy_events else 0.0)
+    rec["sum_check"] = sum_check([r["us"] for r in per_launch], total,
+                                 copies_us=copies["us"] if copy_events else 0.0)
     rec["unclaimed"] = [{**u, "us": round(u["us"], 3)} for u in matched["unclaimed"]]
-    rec["where_time_goes"] = where_time_goes(per_launch, total, matched["unclaimed"])
+    rec["where_time_goes"] = where_time_goes(per_launch, total, matched["unclaimed"], copies if copy_events else None)
+    if "cudagraphs" in run:
+        rec["cudagraphs"] = cudagraph_record(run, rec, copies if copy_events else None)
     for row in rec["where_time_goes"]:
         row["pct_copy"] = _round(analysis.percent(row.get("gbps"), copy_gbps))
         row["flag"] = rate_flag(row["pct_copy"], row.get("bytes_bound"))
+    rec["per_kernel"] = per_launch  # before explain_counts, which reads each launch's measured kernels
     rec["counts_explained"] = explain_counts(rec["counts"], rec, matched["unclaimed"], bundle)
     ran = {"grad_mode": run.get("grad_mode"), "train": "eval" if run.get("eval") else "train"}
     rec["run_state"] = ran
@@ -320,6 +330,34 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     rec["kernel_source"] = ("torch.profiler device kernels" if device == "cuda" else
                             "torch.profiler CPU: top-level ATen ops, Inductor C++ kernels (cpp.enable_kernel_profile)")
     return rec
+
+
+def cudagraph_record(run: dict[str, Any], rec: dict[str, Any], copies: dict[str, Any] | None) -> dict[str, Any]:
+    """Whether the compiled call replayed a CUDA graph (cudaGraphLaunch calls in the profile: one per
+    replay), Inductor's skip reasons, the input copies before each replay, and the same call with its
+    inputs in place."""
+    cg = run["cudagraphs"]
+    skips = [re.sub(r"^(?:skipping|disabling) cudagraphs? due to ", "", m).rstrip(". :").removesuffix(". Found from")
+             for m in cg.get("skips") or []]
+    out: dict[str, Any] = {"skips": skips, "skip_counter": cg.get("skip_counter", 0),
+                           "copies": copies, "copied": cg.get("copied")}
+    for side in ("compiled", "compiled_static"):
+        if side not in rec:
+            continue
+        d = rec[side]
+        calls = d["profile_calls"]
+        graph_launches = d["host_launches"].get(GRAPH_LAUNCH, 0)
+        replayed, side_copies = split_graph_replay(run[side]["sequence"], set())
+        in_graph = sum(1 for r in run[side]["sequence"] if len(r) > 3 and (r[3] or {}).get("via") == GRAPH_LAUNCH)
+        out[side] = {"graph_launches_per_call": graph_launches, "replays": round(graph_launches * calls),
+                     "calls": calls, "graph_kernels_per_call": round(in_graph / calls, 3),
+                     "copy_kernels_per_call": round(len(side_copies) / calls, 3),
+                     "other_kernels_per_call": round((len(replayed) - in_graph) / calls, 3)}
+    static = run.get("compiled_static") or {}
+    if static:
+        out["static"] = {"how": static.get("how"), "marked": static.get("marked"), "copied": static.get("copied"),
+                         "compile_s": static.get("compile_s")}
+    return out
 
 
 def _kernel_record(bundle: Bundle, raw: dict[str, Any], ceil: dict[str, Any]) -> dict[str, Any]:

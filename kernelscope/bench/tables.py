@@ -55,8 +55,10 @@ def sum_check_lines(rec: dict[str, Any]) -> list[str]:
     if not c:
         return []
     verdict = "OK" if c["ok"] else "MISMATCH"
-    line = (f"sum check {verdict}: per-launch times add up to {fmt_us(c['launches_us'])} per call, the profiler's "
-            f"device total is {fmt_us(c['total_us'])} ({c['diff_pct']:+.1f}%, within 1% is OK); "
+    copies = (f" + CUDA-graph input copies {fmt_us(c['copies_us'])} = {fmt_us(c['launches_us'] + c['copies_us'])}"
+              if c.get("copies_us") else "")
+    line = (f"sum check {verdict}: per-launch times add up to {fmt_us(c['launches_us'])}{copies} per call, the "
+            f"profiler's device total is {fmt_us(c['total_us'])} ({c['diff_pct']:+.1f}%, within 1% is OK); "
             f"{c['launches'] - c['untimed']} of {c['launches']} launches timed")
     out = [line]
     for u in rec.get("unclaimed") or []:
@@ -74,7 +76,8 @@ def where_lines(rec: dict[str, Any], limit: int = 25) -> list[str]:
            f"  {'kernel':<46}{'time':>9}{'share':>7}{'launches':>9}{'moved':>12}{'GB/s':>8}{'%copy':>7}  TFLOP/s"]
     flags: set[str] = set()
     for r in rows[:limit]:
-        name = ("(not a launch) " if r.get("unclaimed") else "") + r["name"]
+        name = ("(not a launch) " if r.get("unclaimed") else "(CUDA-graph input copies) " if r.get("input_copies")
+                else "") + r["name"]
         share = f"{r['share_pct']:.1f}%" if r.get("share_pct") is not None else "-"
         gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
         tf = f"{r['tflops']:.2f}" if r.get("tflops") else ""
@@ -100,6 +103,76 @@ def explained_lines(rec: dict[str, Any]) -> list[str]:
         reasons = d["reasons"]
         out.append(f"  {side:<10}{d['computed']:>9}{d['measured']:>10g}  {reasons[0]}")
         out += [f"  {'':<29}{r}" for r in reasons[1:]]
+    return out
+
+
+def _kernels(n: float) -> str:
+    return f"{n:g} kernel{'' if n == 1 else 's'}"
+
+
+def cudagraph_lines(rec: dict[str, Any]) -> list[str]:
+    """reduce-overhead: was a CUDA graph replayed (cudaGraphLaunch in the profile), what the input
+    copies cost, and the same call with its inputs in place; launches per call vs eager."""
+    cg = rec.get("cudagraphs")
+    if not cg:
+        return []
+    out = ["CUDA graphs (reduce-overhead): the compiled call replays a recorded graph of its kernels"]
+    comp = cg.get("compiled") or {}
+    n = comp.get("graph_launches_per_call", 0)
+    if n:
+        out.append(f"  CUDA graph: replayed {comp['replays']} times in {comp['calls']} profiled calls ({n:g} "
+                   f"cudaGraphLaunch per call)")
+    else:
+        reasons = "; ".join(cg.get("skips") or [])
+        out.append("  CUDA graph: " + (f"skipped: {reasons}" if reasons else
+                   "not replayed (no cudaGraphLaunch in the profiled calls) and Inductor logged no reason "
+                   "(with graph partition, on by default, it drops the graph silently when no part of it can be "
+                   "captured)"))
+        return out
+    for reason in cg.get("skips") or []:
+        out.append(f"  Inductor skipped a graph: {reason}")
+    copies = cg.get("copies")
+    if copies:
+        gbps = (2 * copies["bytes"] / (copies["us"] * 1e-6) / 1e9) if copies.get("bytes") and copies["us"] else None
+        what = (f"{copies['tensors']} input tensors, {fmt_bytes(copies['bytes'])} copied per call"
+                if copies.get("tensors") is not None else "the inputs")
+        out.append(f"  input copies: {what} into the graph's static buffers before each replay: "
+                   f"{_kernels(copies['kernels_per_call'])} ({', '.join(_short(x['name'], 40) for x in copies['names'])}),"
+                   f" {fmt_us(copies['us'])} per call" + (f", {gbps:.0f} GB/s" if gbps else "")
+                   + "; not part of any kernel's time above")
+    eager_n = rec["eager"].get("launches_per_call")
+    out.append(f"  {'':<28}{'end-to-end':>11}{'back to back':>14}{'in kernels':>12}{'outside':>10}  launches per call")
+    rows = [("eager", rec["eager"], f"{eager_n:g} kernel launches")]
+    for side, label in (("compiled", "compiled, inputs copied"), ("compiled_static", "compiled, inputs in place")):
+        d, g = rec.get(side), cg.get(side)
+        if not d or not g:
+            continue
+        launches = (f"{g['graph_launches_per_call']:g} graph launch replaying {_kernels(g['graph_kernels_per_call'])}"
+                    if g["graph_launches_per_call"] else "no graph launch")
+        if g.get("copy_kernels_per_call"):
+            launches += f" + {_kernels(g['copy_kernels_per_call'])} copying inputs"
+        if g.get("other_kernels_per_call"):
+            launches += f" + {_kernels(g['other_kernels_per_call'])} outside the graph"
+        rows.append((label, d, launches))
+    for label, d, launches in rows:
+        out.append(f"  {label:<28}{fmt_us(d['e2e'].get('median_us')):>11}{fmt_us((d.get('loop') or {}).get('median_us')):>14}"
+                   f"{fmt_us(d['kernel_us']):>12}{fmt_us(d['outside_us']):>10}  {launches}")
+    st = rec.get("compiled_static")
+    if st:
+        for side in ("compiled", "eager"):
+            a, b = rec[side]["e2e"].get("median_us"), st["e2e"].get("median_us")
+            if a and b:
+                out.append(f"  inputs in place vs {'inputs copied' if side == 'compiled' else 'eager'}: "
+                           f"{a / b:.2f}x end-to-end ({fmt_us(a)} -> {fmt_us(b)})")
+        eo, so = rec["eager"].get("outside_us"), st.get("outside_us")
+        if eo is not None and so is not None:
+            out.append(f"  host time per call outside the kernels: eager {fmt_us(eo)}, CUDA graph with inputs in "
+                       f"place {fmt_us(so)}: {fmt_us(eo - so)} saved" if eo >= so else
+                       f"  host time per call outside the kernels: eager {fmt_us(eo)}, CUDA graph with inputs in "
+                       f"place {fmt_us(so)}: no host time saved at this size")
+        how = (cg.get("static") or {}).get("how")
+        if how:
+            out.append(f"  inputs in place: {how}; the same kernels, no copies")
     return out
 
 
@@ -229,7 +302,7 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         if r.get("measured_as") and r["measured_as"] != [r["name"]]:
             out.append(f"    measured as: {', '.join(_short(n, 60) for n in r['measured_as'])}")
     out += flag_lines(flags)
-    for section in (sum_check_lines(rec), where_lines(rec), explained_lines(rec)):
+    for section in (sum_check_lines(rec), where_lines(rec), explained_lines(rec), cudagraph_lines(rec)):
         if section:
             out += ["", *section]
     c = rec.get("correctness") or {}

@@ -131,10 +131,21 @@ def _previous(cid: str) -> str:
 
 # -- CUDA graphs ---------------------------------------------------------------------------------
 
-_GLOG = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\] (?:\[([^\]]*)\] )?(?:\[__\w+\] )?(.*)$")
+_GLOG = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\] (?:\[(?!__)([^\]]*)\] )?(?:\[__\w+\] )?(.*)$")
 _SKIP = re.compile(r"(?:skipping|disabling) cudagraphs? due to (.*)")
 _RECORD = re.compile(r"\[?([\d/_]+)?\]? ?Recording cudagraph tree for (.*)")
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+
+
+# torch 2.13 (torch/_inductor/output_code.py cudagraph_partition_post_compile): with graph partition on (the
+# default, TORCHINDUCTOR_GRAPH_PARTITION=1) a graph with fail reasons, or with no partition to capture, drops
+# its CUDA graph with no log line and no cudagraph_skip_reason; only the non-partition path logs
+# "skipping cudagraphs due to ..." (cudagraph_utils.log_cudagraph_skip_and_bump_counter, WARNING on the
+# "cudagraphs" artifact, on by default). A graph that did get one logs "Recording cudagraph tree" (INFO on
+# the same artifact, enabled by TORCH_LOGS=cudagraphs) on its first call.
+UNLOGGED = ("no CUDA graph recorded on its call and no skip reason logged: with graph partition (on by default) "
+            "Inductor drops a graph's CUDA graph silently when no part of it can be captured (e.g. a CPU tensor "
+            "input); `kernelscope bench` counts the replays (cudaGraphLaunch per call)")
 
 
 def parse_cudagraph_log(text: str) -> dict[str, dict[str, Any]]:
@@ -180,4 +191,4 @@ def cudagraph_status(bundle: Bundle, log: dict[str, dict[str, Any]], metric_skip
         elif device == "cpu":
             g.cudagraphs = {"status": "n/a", "reason": "CUDA graphs need a CUDA device"}
         else:
-            g.cudagraphs = {"status": "unknown", "reason": "the logs say neither recorded nor skipped"}
+            g.cudagraphs = {"status": "unknown", "reason": UNLOGGED}
