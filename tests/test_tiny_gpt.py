@@ -125,6 +125,8 @@ def test_kernel_to_its_line_in_blocks_py_and_back(moved_tiny_gpt, size, tmp_path
             for _ in fed:  # enter again steps through the kernels of the line, back to the gelu kernel
                 if screen.kernel is gelu:
                     break
+                if screen.layout_mode != "wide":  # tabs: following showed the Kernel tab; back to the source
+                    await pilot.press("2")
                 await pilot.press("enter")
                 await pilot.pause()
             assert screen.kernel is gelu
