@@ -4,6 +4,7 @@
 #   b: tiny_gpt on CUDA, then p
 #   p: preview (GPU hidden) vs real per sample
 #   r: reduce-overhead benches, a CUDA-graph skip
+#   t: record the samples, the GPU tests, then r
 #   c: a 12-layer transformers GPT-2 (--no-grad --eval): show, bench (per-launch sum check, where the
 #      time goes, counts explained), report
 set -uo pipefail
@@ -68,6 +69,12 @@ r)
   done
   timeout 100 $KS capture benchmarks/models/cudagraph_skip.py::scale_add --mode reduce-overhead -o /tmp/skip -q 2>&1 | tail -2
   $KS show /tmp/skip 2>&1 | grep -i -E "cuda graph|skip" | head
+  ;;
+t)
+  bash scripts/gpu_record.sh /tmp/ks-rec > "$OUT/record.log" 2>&1; grep rc= "$OUT/record.log"
+  KERNELSCOPE_GPU_BUNDLES=/tmp/ks-rec/bundles timeout 330 python3 -m pytest -q tests/gpu -p no:cacheprovider \
+    > "$OUT/gpu_tests.log" 2>&1; tail -8 "$OUT/gpu_tests.log"
+  bash "$0" r
   ;;
 c)
   T=benchmarks/models/hf_gpt2.py::GPT2
