@@ -190,7 +190,17 @@ class CodeView(ScrollView, can_focus=True):
         n = len(self.doc)
         self._gutter_width = self._gutter_for(self.doc)
         self._strips.clear()
-        self.virtual_size = Size(self._gutter_width + self.doc.width + 1, n)
+        size = Size(self._gutter_width + self.doc.width + 1, n)
+        if self.is_mounted and self.size.area and hasattr(self, "_scroll_update"):
+            # A new text in a view of the same size needs its scrollbars updated, not a layout of the
+            # whole screen (the reactive's layout=True): on a 70-kernel model each selection changes the
+            # kernel pane's text, and a full layout + repaint per key made moving slow. Textual's
+            # _scroll_update (checked on 8.2.8) does the scrollbars; a scrollbar shown or hidden still
+            # asks for a layout by itself.
+            self.set_reactive(CodeView.virtual_size, size)
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
         self.refresh()
 
     def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:

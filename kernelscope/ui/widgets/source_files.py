@@ -30,13 +30,21 @@ class SourceFiles(OptionList):
     def load(self, entries: list[dict], shown: str, counts: dict[str, int]) -> None:
         """``entries`` as Bundle.source_files() gives them, ``shown`` the file in view, ``counts``
         the selected kernel's lines per file."""
+        same_files = [e["file"] for e in entries] == [e["file"] for e in self.entries] and self.option_count
+        if same_files and shown == self.shown and counts == self.counts:
+            return  # moving between kernels of the same files: nothing to redraw
         self.entries, self.shown, self.counts = entries, shown, counts
         self.display = len(entries) > 1
         keep = self.highlighted if self.has_focus else None  # the user's cursor, while they move it
-        self.clear_options()
-        self.add_options([Option(self._label(e), id=e["file"]) for e in entries])
-        self.highlighted = keep if keep is not None else next(
-            (i for i, e in enumerate(entries) if e["file"] == shown), 0)
+        if same_files:  # new labels in place: no clearing, so no new layout of the whole screen
+            for e in entries:
+                self.replace_option_prompt(e["file"], self._label(e))
+        else:
+            self.clear_options()
+            self.add_options([Option(self._label(e), id=e["file"]) for e in entries])
+        wanted = keep if keep is not None else next((i for i, e in enumerate(entries) if e["file"] == shown), 0)
+        if self.highlighted != wanted:
+            self.highlighted = wanted
 
     def _label(self, e: dict) -> Text:
         text = Text()
