@@ -74,7 +74,7 @@ def test_cpu_bench_says_how_fast_the_host_ran(cpu_bench):
 
 
 def test_host_gate_keeps_full_speed_blocks_and_falls_back_to_all():
-    from kernelscope.bench.measure import HostGate
+    from kernelscope.bench.timing import HostGate
 
     gate = HostGate(None)
     for probe, xs in [(100.0, [10.0, 11.0]), (180.0, [30.0, 31.0]), (103.0, [12.0]), (250.0, [40.0])]:

@@ -156,7 +156,7 @@ def test_capture_reads_torch_213_skip_and_record_lines():
 
 def test_marking_inputs_static_works_on_a_cpu_tensor():
     torch = pytest.importorskip("torch")
-    from kernelscope.bench.measure import copied_inputs, mark_static_inputs
+    from kernelscope.bench.cudagraphs import copied_inputs, mark_static_inputs
 
     x, w = torch.randn(4, 8), torch.randn(8)
     assert copied_inputs((x, w, 3), None) == {"tensors": 0, "bytes": 0}  # CPU tensors: no CUDA graph copies

@@ -129,7 +129,8 @@ def test_bundle_round_trips_through_its_manifest(ref_bundles, tmp_path):
     import shutil
 
     from kernelscope.bundle.io import save_manifest
-    from kernelscope.bundle.model import from_dict, to_dict
+    from kernelscope.bundle.model import to_dict
+    from kernelscope.bundle.validate import from_dict
 
     for case in ("mlp_train", "linear_relu_autotune", "with_break"):
         b = read_bundle(ref_bundles[case])

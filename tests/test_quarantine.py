@@ -1,4 +1,5 @@
-"""The torch and triton internals kernelscope names (capture/torch_hooks.py, pipeline/triton_private.py)
+"""The torch and triton internals kernelscope names (capture/torch_hooks.py, pipeline/triton_private.py,
+bench/torch_private.py)
 still exist in the installed versions. A new torch or triton that moves one fails here, by name."""
 
 from __future__ import annotations
@@ -60,3 +61,30 @@ def test_triton_backend_for_an_arch_has_every_stage():
     arch, *stages = first.split()
     assert arch == "90" and stages[:5] == ["ttir", "ttgir", "llir", "ptx", "cubin"]
     assert second == "8"
+
+
+def test_torch_names_the_bench_uses_still_exist():
+    out = _in_child(
+        "import importlib, logging, torch\n"
+        "from kernelscope.bench import torch_private as tp\n"
+        "t = torch.ones(3)\n"
+        "print(tp.is_marked_static(t))\n"
+        "tp.mark_static_address(t)\n"
+        "print(tp.is_marked_static(t))\n"
+        "print(isinstance(tp.cudagraph_skips(), int))\n"
+        "tp.enable_cpp_kernel_profile()\n"
+        "import torch._inductor.config as c\n"
+        "print(c.cpp.enable_kernel_profile)\n"
+        "tp.reset_dynamo()\n"
+        "cls = getattr(importlib.import_module(tp.CACHING_AUTOTUNER[0]), tp.CACHING_AUTOTUNER[1])\n"
+        "print(callable(cls.run), 'configs' in cls.__init__.__code__.co_names, "
+        "'launchers' in cls.__init__.__code__.co_names)\n"
+        "import triton\n"
+        "cfg = triton.Config({'XBLOCK': 64}, num_warps=4, num_stages=2)\n"
+        "print(tp.config_dict(cfg))\n"
+        "print(logging.getLogger(tp.INDUCTOR_LOGGER).name)\n")
+    lines = out.strip().split("\n")
+    assert lines[:4] == ["False", "True", "True", "True"]
+    assert lines[4] == "True True True", "CachingAutotuner lost run/configs/launchers"
+    assert lines[5] == "{'kwargs': {'XBLOCK': 64}, 'num_warps': 4, 'num_stages': 2}"
+    assert lines[6] == "torch._inductor"

@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, from_dict, to_dict
+from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
+from kernelscope.bundle.validate import from_dict
 
 MANIFEST = "bundle.json"
 TMP_PREFIX = ".kernelscope-tmp-"

@@ -1,6 +1,6 @@
 """One capture inside the child: load the target, make inputs, torch.compile, run, collect.
 
-Imports torch (as do the preview's patches and bench/measure.py). Public hooks only: TORCH_TRACE,
+Imports torch (as do the preview's patches and the bench's measurement modules). Public hooks only: TORCH_TRACE,
 TORCH_LOGS, torch.compile options; the private logger names and exception modules it listens to
 are in capture/torch_hooks.py.
 """
@@ -16,7 +16,6 @@ import re
 import shutil
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -26,25 +25,13 @@ from kernelscope.bundle.io import save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture import torch_hooks
 from kernelscope.capture.collect import write_bundle_from_work
+from kernelscope.capture.failures import CaptureFailure, classify, user_frame
+from kernelscope.capture.inputs import describe, flatten, make_calls
 from kernelscope.capture.spec import EXIT_FAILED, EXIT_NO_BUNDLE, EXIT_OK, CaptureOptions, CaptureSpec, Events
 from kernelscope.units import plural
 
-TORCH_DTYPES = {
-    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-    "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
-    "bool": torch.bool,
-}
-
-
 # Failures before anything was compiled: a bundle would hold nothing, so none is written.
 _NO_BUNDLE_KINDS = {"no_gpu", "target", "args", "preview_refused"}
-
-
-class CaptureFailure(Exception):
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
 
 
 class _OutputCodeCounter(logging.Handler):
@@ -82,9 +69,9 @@ def load_module(path: str):
         spec.loader.exec_module(module)
     except SystemExit as exc:
         raise CaptureFailure("target", f"importing {Path(path).name} called sys.exit({exc.code!r})"
-                             f"{_user_frame(exc, path)}; guard it with `if __name__ == \"__main__\":`") from exc
+                             f"{user_frame(exc, path)}; guard it with `if __name__ == \"__main__\":`") from exc
     except Exception as exc:
-        where = _user_frame(exc, path)
+        where = user_frame(exc, path)
         raise CaptureFailure("target", f"importing {Path(path).name} raised {exc.__class__.__name__}: {exc}{where}") from exc
     return module
 
@@ -144,109 +131,6 @@ def grad_context(options: CaptureOptions | dict):
     return contextlib.nullcontext()
 
 
-def _user_frame(exc: BaseException, path: str) -> str:
-    """" (at file.py:LINE)" for the innermost frame in the user's file, from the traceback or, for
-    Dynamo's errors (raised outside the user's frames), from the "from user code" text."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-    if frames:
-        return f" (at {Path(path).name}:{frames[-1].lineno})"
-    lines = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
-    mine = [int(n) for f, n in lines if f == path]
-    return f" (at {Path(path).name}:{mine[-1]})" if mine else ""
-
-
-def make_calls(spec: CaptureSpec, module, device: str) -> list[tuple]:
-    """The argument tuples to call the compiled function with: --args (';' separates calls) or the
-    inputs factory next to the function."""
-    if spec.calls:
-        return [tensors(call, device) for call in spec.calls]
-    return [make_inputs({"target": spec.target}, module, device)]
-
-
-def _fmt_size(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{int(n)} B"
-
-
-def _spec_text(spec: dict) -> str:
-    short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
-             "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
-    return f"{short.get(spec['dtype'], spec['dtype'])}[{', '.join(map(str, spec['shape']))}]"
-
-
-def device_memory(device: str) -> int | None:
-    """Bytes of memory the device has in all (None when unknown)."""
-    try:
-        if device == "cuda":
-            return int(torch.cuda.mem_get_info()[1])
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, RuntimeError, AttributeError):
-        return None
-
-
-def tensors(call: list[dict], device: str) -> tuple:
-    """Random tensors (and plain scalars) for one call, as the --args specs describe them. Inputs
-    larger than the device's memory, or that fail to allocate, are the inputs' fault (a one-line
-    "args" failure naming their size), never blamed on the function, which has not run yet."""
-    specs = [spec for spec in call if "value" not in spec]
-    need = 0
-    for spec in specs:
-        numel = 1
-        for d in spec["shape"]:
-            numel *= int(d)
-        need += numel * TORCH_DTYPES[spec["dtype"]].itemsize
-    described = ", ".join(_spec_text(spec) for spec in specs)
-    have = device_memory(device)
-    if have is not None and need > have:
-        raise CaptureFailure("args", f"inputs need {_fmt_size(need)}: {described}; the {device} has "
-                             f"{_fmt_size(have)} in all: pass smaller --args shapes")
-    try:
-        return _make_tensors(call, device)
-    except (RuntimeError, MemoryError, OverflowError, ValueError) as exc:
-        first = (str(exc).strip().split("\n")[0] or exc.__class__.__name__)[:200]
-        raise CaptureFailure("args", f"inputs could not be allocated on {device} (they need {_fmt_size(need)}: "
-                             f"{described}): {first}; pass smaller --args shapes") from exc
-
-
-def _make_tensors(call: list[dict], device: str) -> tuple:
-    values = []
-    for spec in call:
-        if "value" in spec:
-            values.append(spec["value"])
-            continue
-        dtype = TORCH_DTYPES[spec["dtype"]]
-        shape = spec["shape"]
-        if dtype.is_floating_point:
-            t = torch.randn(shape, device=device, dtype=dtype)
-        elif dtype == torch.bool:
-            t = torch.rand(shape, device=device) > 0.5
-        else:  # integers: the spec's range, [0, 100) by default (token ids, indices are non-negative)
-            t = torch.randint(int(spec.get("low", 0)), int(spec.get("high", 100)), shape, device=device, dtype=dtype)
-        if spec.get("requires_grad"):
-            t.requires_grad_(True)
-        values.append(t)
-    return tuple(values)
-
-
-def make_inputs(request: dict, module, device: str) -> tuple:
-    """The inputs factory's call; REQUEST holds the target (as a CaptureSpec's, or a bench request's)."""
-    target = request["target"]
-    factory = getattr(module, f"{target['name']}_inputs", None) or getattr(module, "example_inputs", None)
-    if factory is None:
-        raise CaptureFailure(
-            "args", f"{target['name']} needs inputs: pass --args \"f32[1024], ...\" or define "
-            f"{target['name']}_inputs(device) next to it"
-        )
-    try:
-        values = factory(device)
-    except (Exception, SystemExit, KeyboardInterrupt) as exc:
-        raise CaptureFailure("target", f"{factory.__name__}({device!r}) raised {exc.__class__.__name__}: {exc}"
-                             f"{_user_frame(exc, target['file'])}") from exc
-    return tuple(values) if isinstance(values, (tuple, list)) else (values,)
-
-
 def _params(fn) -> list[str]:
     """The positional parameter names, so a guard's or a symbol's source (L['x']) names an input."""
     import inspect
@@ -257,53 +141,6 @@ def _params(fn) -> list[str]:
         return []
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [p.name for p in sig.parameters.values() if p.kind in kinds and p.name != "self"]
-
-
-def describe(value: Any) -> str:
-    if isinstance(value, torch.Tensor):
-        short = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
-                 torch.int64: "i64", torch.int32: "i32", torch.bool: "bool"}.get(value.dtype, str(value.dtype))
-        return f"{short}[{', '.join(map(str, value.shape))}]" + (" grad" if value.requires_grad else "")
-    return repr(value)
-
-
-def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailure:
-    """One line that says what went wrong, for the errors a user will make."""
-    name = exc.__class__.__name__
-    if isinstance(exc, SystemExit):
-        return CaptureFailure("user", f"your function called sys.exit({exc.code!r}){_user_frame(exc, user_file)}; "
-                              "kernelscope needs it to return")
-    if isinstance(exc, KeyboardInterrupt):
-        return CaptureFailure("user", f"your function raised KeyboardInterrupt{_user_frame(exc, user_file)}")
-    text = str(exc).strip()
-    first = text.split("\n")[0].strip() if text else name
-    lowered = text.lower()
-    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in lowered \
-            or "can't allocate memory" in lowered or "cannot allocate memory" in lowered:
-        return CaptureFailure("oom", f"out of memory on {options.get('device')}: {first[:200]}; try smaller --args shapes")
-    chain = [exc]
-    while chain[-1].__cause__ is not None and len(chain) < 8:
-        chain.append(chain[-1].__cause__)
-    if torch_hooks.is_graph_break(exc) and options.get("fullgraph"):
-        return CaptureFailure("graph_break", f"graph break under --fullgraph: {_graph_break_line(text)}"
-                              f"{_user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph")
-    if torch_hooks.from_inductor(exc):
-        inner = chain[-1]
-        inner_text = str(inner).strip().split("\n")[0] or inner.__class__.__name__
-        return CaptureFailure("compile", f"torch.compile failed in Inductor: {inner.__class__.__name__}: {inner_text[:300]}")
-    if torch_hooks.from_dynamo(exc):
-        return CaptureFailure("compile", f"torch.compile failed in Dynamo: {name}: {first[:300]}{_user_frame(exc, user_file)}")
-    if "CUDA error" in text or "cudaError" in text or name == "AcceleratorError":
-        return CaptureFailure("cuda", f"CUDA error: {first[:300]}")
-    return CaptureFailure("user", f"your function raised {name}: {first[:300]}{_user_frame(exc, user_file)}")
-
-
-def _graph_break_line(text: str) -> str:
-    for line in text.split("\n"):
-        line = line.strip()
-        if line.startswith("Explanation:"):
-            return line[len("Explanation:"):].strip()
-    return text.split("\n")[0].strip()
 
 
 def environment(device: str) -> dict[str, Any]:
@@ -551,14 +388,3 @@ def _flush_trace_handlers() -> None:
                 h.flush()
             except Exception:
                 pass
-
-
-def flatten(value: Any):
-    if isinstance(value, (list, tuple)):
-        for v in value:
-            yield from flatten(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from flatten(v)
-    else:
-        yield value

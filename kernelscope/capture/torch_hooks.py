@@ -3,7 +3,7 @@
 Checked against torch 2.11 / 2.13, triton 3.6 / 3.9.
 A new torch: run tests/test_quarantine.py (CPU), then a capture (tests/test_capture.py -m slow)
 and tests/gpu on a GPU box; what breaks is named here, nowhere else. (The preview's patches are
-capture/preview_patches.py; bench's internals are still in bench/measure.py.)
+capture/preview_patches.py; bench's are bench/torch_private.py.)
 
 Private names used: the loggers Inductor logs output code to (``torch._logging`` artifact loggers
 named ``<module>.__output_code``), the structured trace logger ``torch.__trace`` (TORCH_TRACE), the

@@ -16,7 +16,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.content import Content
 from textual.markup import escape
 from textual.message import Message
 from textual.reactive import reactive
@@ -28,72 +27,12 @@ from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.pipeline.linemap import lines_for_source_line, map_between, source_lines_for
 from kernelscope.pipeline.listing import display_stage
 from kernelscope.pipeline.stages import STAGE_NAMES, STAGES, StageText
-from kernelscope.ui.lexers import lexer_for_stage
-from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.code_pane import CodePane
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.pass_view import PassView
 
 
-def _lexer_factory(lexer: str):
-    if lexer == "text":
-        return None
-    if lexer == "diff":
-        from pygments.lexers import DiffLexer
-
-        return DiffLexer
-    return lambda: lexer_for_stage(lexer)
-
-
-class CodePane(CodeView, inherit_bindings=False):
-    """A stage's text in a CodeView (lazy highlighting, marks with a gutter glyph, search, copy), with
-    1-based line numbers as the line maps use them. ``h``/``l`` stay the pipeline's keys."""
-
-    BINDINGS = [b for b in CodeView.BINDINGS if b.action not in ("pan(-8)", "pan(8)")] + [
-        Binding("left", "pan(-8)", "Left", show=False),
-        Binding("right", "pan(8)", "Right", show=False),
-        Binding("g", "edge(0)", "Top", show=False),
-    ]
-    DEFAULT_CSS = """
-    CodePane { height: 1fr; width: 1fr; border: round $panel; }
-    CodePane:focus { border: round $accent; }
-    """
-
-    lexer_name = "text"
-
-    def set_text(self, text: str, lexer: str = "text", title: str = "", cursor: int = 1) -> None:
-        """Show ``text`` highlighted with the lexer of stage ``lexer`` ("diff" and "text" work too)."""
-        self.border_title = Content(title)  # titles hold kernel and pass names: never markup
-        self.lexer_name = lexer
-        self.set_document(TextDoc(text, _lexer_factory(lexer)), cursor=cursor - 1)
-        if cursor > 1:
-            self.move_cursor(cursor - 1, center=True)
-
-    def set_marked(self, lines: set[int] | frozenset[int], scroll: bool = True) -> None:
-        """Mark 1-based lines; with ``scroll`` the first comes into view (the cursor stays)."""
-        self.set_marks((n - 1 for n in lines), jump=False)
-        if scroll and self.marks:
-            first = min(self.marks)
-            top = int(self.scroll_offset.y)
-            if not top <= first < top + self.scrollable_content_region.height:
-                self.scroll_to(y=max(0, first - 2), animate=False, immediate=True)
-
-    @property
-    def lines(self) -> list[str]:
-        return self.doc.lines
-
-    @property
-    def marked(self) -> frozenset[int]:
-        return frozenset(i + 1 for i in self.marks)
-
-    @property
-    def cursor_line(self) -> int:
-        return self.cursor + 1
-
-    @cursor_line.setter
-    def cursor_line(self, line: int) -> None:
-        self.move_cursor(line - 1)
-
-
-class PipelineView(Widget, can_focus=False):
+class PipelineView(PassView, Widget, can_focus=False):
     """Stage stepper and pass walker for one Triton kernel of a bundle."""
 
     DEFAULT_CSS = """
@@ -283,12 +222,6 @@ class PipelineView(Widget, can_focus=False):
         self.status_text = text
         self.query_one("#pv-status", Static).update(text)
 
-    def _pass_log(self):
-        for log in reversed(self.logs):
-            if log.kind == self.log_kind:
-                return log
-        return None
-
     def show(self, cursor: int = 1) -> None:
         """Redraw both panes for the current mode, stages and toggles (``cursor``: the left pane's line)."""
         bar = self.query_one("#pv-stages", Static)
@@ -319,52 +252,6 @@ class PipelineView(Widget, can_focus=False):
             ospec = STAGES[self.other_index]
             self.right.set_text(oth.display_text(), ospec.lexer if not oth.missing else "text", oth.title)
         self._update_mapping(self.left)
-
-    def _show_passes(self) -> None:
-        if self._passes_state in ("idle", "failed") and not self.logs:
-            if self._passes_state == "idle":
-                self._passes_state = "loading"
-                self.load_passes(recompute=False)
-            else:
-                self.left.set_text(f"[{self.status_text}]", "text", "passes")
-                return
-        if self._passes_state == "loading":
-            self.left.set_text("computing the pass pipeline (a Triton compile in a child process)...", "text", "passes")
-            self.right.set_text("", "text", "")
-            self._set_status("passes: loading")
-            return
-        log = self._pass_log()
-        if log is None:
-            self.left.set_text(f"[no {self.log_kind.upper()} passes]", "text", "passes")
-            return
-        self.visible_passes = log.changed_only() if self.changed_only else list(log.passes)
-        marks = {True: "*", False: " ", None: "?"}
-        rows = [
-            f"{marks[p.changed]} {p.index:3d} {p.name}  [{p.stage}] {p.scope if p.scope != 'builtin.module' else ''}"
-            for p in self.visible_passes
-        ] or ["(no passes changed the IR)"]
-        filt = ", changed only" if self.changed_only else ""
-        self.left.set_text("\n".join(rows), "text", f"{log.kind.upper()} passes ({len(rows)}{filt})")
-        self._show_pass_detail(1)
-
-    def _show_pass_detail(self, row: int) -> None:
-        log = self._pass_log()
-        if log is None or not self.visible_passes:
-            self.right.set_text("", "text", "")
-            return
-        p = self.visible_passes[max(0, min(row, len(self.visible_passes)) - 1)]
-        if self.pass_view == "diff":
-            text = log.diff(p) or "(this pass changed nothing)"
-            lexer = "diff"
-        else:
-            text = (log.before(p) if self.pass_view == "before" else log.after(p)) or "(not dumped)"
-            lexer = "llir" if log.kind != "mlir" else "ttgir"
-        self.right.set_text(text, lexer, f"{self.pass_view}: {p.name}")
-        state = {True: "changed", False: "unchanged", None: "unknown"}[p.changed]
-        self._set_status(
-            f"pass {p.index} {p.name} ({p.arg or p.kind}) on {p.scope}: {state}   "
-            f"{log.origin}   c changed-only  v diff/before/after  l MLIR/LLVM  p back"
-        )
 
     # --- line mapping ----------------------------------------------------------------------------
 
@@ -516,29 +403,6 @@ class PipelineView(Widget, can_focus=False):
         self.show()
         self.left.focus()
 
-    def action_toggle_changed(self) -> None:
-        if self.mode == "passes":
-            self.changed_only = not self.changed_only
-            self.show()
-
-    def action_cycle_pass_view(self) -> None:
-        if self.mode == "passes":
-            views = ("diff", "before", "after")
-            self.pass_view = views[(views.index(self.pass_view) + 1) % len(views)]
-            self._show_pass_detail(self.left.cursor_line)
-
-    def action_toggle_pass_log(self) -> None:
-        if self.mode == "passes" and self.logs:
-            kinds = [k for k in ("mlir", "llvm") if any(log.kind == k for log in self.logs)]
-            self.log_kind = kinds[(kinds.index(self.log_kind) + 1) % len(kinds)] if self.log_kind in kinds else kinds[0]
-            self.show()
-
-    def action_recompute(self) -> None:
-        if self.mode == "passes" and self._passes_state != "loading":
-            self._passes_state = "loading"
-            self.logs = []
-            self.show()
-            self.load_passes(recompute=True)
 
     def select_stage(self, name: str) -> None:
         """Show stage ``name`` ("source", "ttir", ... "sass") on the left."""

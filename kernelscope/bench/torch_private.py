@@ -1,0 +1,85 @@
+"""The torch and triton internals the bench child names, in one place. Imports torch.
+
+Checked against torch 2.11 / 2.13, triton 3.6 / 3.9.
+A new torch: run tests/test_quarantine.py (CPU), then tests/test_bench_cpu.py and tests/gpu on a
+GPU box; what breaks is named here, nowhere else. (The capture's are capture/torch_hooks.py.)
+
+Private names used: Inductor's ``torch._inductor.config.cpp.enable_kernel_profile`` (names C++
+kernels in the CPU profile), ``torch._dynamo.reset()`` (a fresh compile per sweep size),
+``torch._dynamo.mark_static_address(t, guard=False)`` and the ``_dynamo_static_input_type``
+attribute it sets, Dynamo's ``counters["inductor"]["cudagraph_skips"]``, the ``torch._inductor``
+logger (its "skipping cudagraphs" warnings), and Inductor's CachingAutotuner (the class of a Triton
+kernel in a kernel module: ``run(*args, stream=)``, ``configs``, ``launchers``; a launcher's
+``config``, ``n_regs``, ``n_spills``, ``shared``; a triton.Config's ``kwargs``, ``num_warps``,
+``num_stages``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+INDUCTOR_LOGGER = "torch._inductor"  # where "skipping cudagraphs due to ..." is logged
+CACHING_AUTOTUNER = ("torch._inductor.runtime.triton_heuristics", "CachingAutotuner")
+STATIC_INPUT_ATTR = "_dynamo_static_input_type"  # set on a tensor by mark_static_address
+
+
+def enable_cpp_kernel_profile() -> None:
+    """Inductor's C++ kernels named in the CPU profile (graph_N_cpp_...)."""
+    import torch._inductor.config as inductor_config
+
+    inductor_config.cpp.enable_kernel_profile = True
+
+
+def reset_dynamo() -> None:
+    torch._dynamo.reset()
+
+
+def mark_static_address(t: torch.Tensor) -> None:
+    """``torch._dynamo.mark_static_address(t, guard=False)``: public in torch._dynamo, default
+    guard=False (no data_ptr guard, a moved input re-records). Accepted on a CPU tensor (it only sets
+    an attribute)."""
+    torch._dynamo.mark_static_address(t, guard=False)
+
+
+def is_marked_static(t: torch.Tensor) -> bool:
+    return getattr(t, STATIC_INPUT_ATTR, None) is not None
+
+
+def cudagraph_skips() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["cudagraph_skips"])
+
+
+def is_inductor_kernel(kernel: Any) -> bool:
+    return kernel is not None and hasattr(kernel, "run")
+
+
+def run_kernel(kernel: Any, args: list, stream: int) -> None:
+    kernel.run(*args, stream=stream)
+
+
+def use_only_config(kernel: Any, config: Any) -> None:
+    kernel.configs = [config]
+
+
+def first_launcher(kernel: Any) -> Any:
+    return kernel.launchers[0]
+
+
+def config_dict(config: Any) -> dict[str, Any]:
+    return {"kwargs": dict(config.kwargs), "num_warps": config.num_warps, "num_stages": config.num_stages}
+
+
+def launcher_resources(launcher: Any) -> dict[str, Any]:
+    return {"n_regs": getattr(launcher, "n_regs", None), "n_spills": getattr(launcher, "n_spills", None),
+            "shared": getattr(launcher, "shared", None)}
+
+
+def launch_fn(kernel: Any, args: list, stream: int):
+    """A no-argument launch of ``kernel`` for do_bench (one call deep, as timed before)."""
+    def launch() -> None:
+        kernel.run(*args, stream=stream)
+    return launch

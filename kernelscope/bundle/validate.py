@@ -1,0 +1,180 @@
+"""Reading a bundle back: ``from_dict`` builds the model from bundle.json's dict, checking every
+field's type against the dataclasses' annotations (a BundleError names the first bad one).
+Nothing here imports torch, triton or textual."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+from kernelscope.bundle.model import (
+    AutotuneChoice,
+    AutotuneResult,
+    BufferUse,
+    Bundle,
+    BundleError,
+    Graph,
+    GraphBreak,
+    Kernel,
+    LaunchInfo,
+    Recompile,
+    TritonVariant,
+    UserLine,
+)
+
+MAX_DEPTH = 32  # free-form values (target, options, extra ...) nest at most this deep
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _depth_ok(value: Any, limit: int) -> bool:
+    """True when ``value`` nests at most ``limit`` lists/objects deep (checked without recursion)."""
+    stack = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            if d >= limit:
+                return False
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return True
+
+
+def _check(value: Any, hint: str, where: str) -> None:
+    """Raise a one-line BundleError unless ``value`` (from JSON) fits the field annotation ``hint``."""
+    hint = hint.replace(" ", "")
+    if hint.endswith("|None"):
+        if value is None:
+            return
+        hint = hint[: -len("|None")]
+    if hint == "Any":
+        if not _depth_ok(value, MAX_DEPTH):
+            raise BundleError(f"{where} nests deeper than {MAX_DEPTH} levels")
+        return
+    if hint == "str":
+        ok = isinstance(value, str)
+    elif hint == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint == "float":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and not math.isfinite(value):
+            raise BundleError(f"{where} is {value}, not a finite number")
+    elif hint == "bool":
+        ok = isinstance(value, bool)
+    elif hint.startswith("list["):
+        if not isinstance(value, list):
+            raise BundleError(f"{where} should be a list, not {_type_name(value)}")
+        for i, item in enumerate(value):
+            _check(item, hint[5:-1], f"{where}[{i}]")
+        return
+    elif hint.startswith("dict[str,"):
+        if not isinstance(value, dict):
+            raise BundleError(f"{where} should be an object, not {_type_name(value)}")
+        for key, item in value.items():
+            _check(item, hint[len("dict[str,"):-1], f"{where}.{key}")
+        return
+    else:
+        raise AssertionError(f"no check for {hint}")  # a new field type: teach _check about it
+    if not ok:
+        want = {"str": "a string", "int": "a whole number", "float": "a number", "bool": "true/false"}[hint]
+        raise BundleError(f"{where} should be {want}, not {_type_name(value)} {_short(value)}")
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, (dict, list)) else ""
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_NESTED: dict[tuple[type, str], type] = {}
+
+# The free-form objects' keys that readers rely on, with their types (other keys are not checked).
+_KNOWN_KEYS: dict[str, dict[str, str]] = {
+    "target": {"spec": "str", "file": "str", "name": "str", "function": "str", "kind": "str", "args": "str",
+               "args_text": "str", "inputs": "list[str]", "logs": "list[str]", "first_line": "int | None",
+               "last_line": "int | None", "is_class": "bool", "is_sample": "bool", "arch": "str | None"},
+    "options": {"mode": "str | None", "dynamic": "bool | None", "fullgraph": "bool | None",
+                "backward": "bool | None", "device": "str | None", "passes": "bool | None",
+                "timeout": "float | None"},
+    "environment": {"python": "str | None", "platform": "str | None", "torch": "str | None",
+                    "triton": "str | None", "cuda": "str | None", "device": "str | None",
+                    "device_name": "str | None", "compute_capability": "str | None", "driver": "str | None",
+                    "sm_count": "int | None", "memory_gb": "float | None", "ranks": "list[int]",
+                    "source": "str | None"},
+    "source": {"path": "str", "file": "str", "first_line": "int | None", "last_line": "int | None"},
+}
+
+
+def _build(cls, data: Any, where: str) -> Any:
+    """``cls`` from a JSON object, every known field type-checked; unknown keys are ignored so newer
+    minor fields don't break. Nested model lists are built by the caller."""
+    if not isinstance(data, dict):
+        raise BundleError(f"{where} should be an object, not {_type_name(data)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in data.items():
+        f = fields.get(key)
+        if f is None or key == "root":
+            continue
+        hint = str(f.type)
+        if (cls, key) in _NESTED:
+            if not isinstance(value, list):
+                raise BundleError(f"{where}.{key} should be a list, not {_type_name(value)}")
+            continue
+        _check(value, hint, f"{where}.{key}")
+        for sub, sub_hint in _KNOWN_KEYS.get(key, {}).items() if cls is Bundle else ():
+            if sub in value:
+                _check(value[sub], sub_hint, f"{where}.{key}.{sub}")
+        kwargs[key] = value
+    return cls(**kwargs)
+
+
+def _build_list(cls, data: dict, key: str, where: str) -> list:
+    items = data.get(key, [])
+    if not isinstance(items, list):
+        raise BundleError(f"{where}.{key} should be a list, not {_type_name(items)}")
+    return [_build(cls, item, f"{where}.{key}[{i}]") for i, item in enumerate(items)]
+
+
+def from_dict(data: dict) -> Bundle:
+    """A Bundle from its JSON dict, each field type-checked (a BundleError names the first bad one)."""
+    b = _build(Bundle, data, "bundle")
+    b.graphs = _build_list(Graph, data, "graphs", "bundle")
+    kernels = []
+    for i, k in enumerate(data.get("kernels", [])):
+        where = f"bundle.kernels[{i}]"
+        kern = _build(Kernel, k, where)
+        kern.user_lines = _build_list(UserLine, k, "user_lines", where)
+        kern.library_lines = _build_list(UserLine, k, "library_lines", where)
+        kern.frames = _build_list(UserLine, k, "frames", where)
+        kern.launch_info = []
+        for j, li in enumerate(k.get("launch_info", []) if isinstance(k.get("launch_info"), list) else []):
+            lwhere = f"{where}.launch_info[{j}]"
+            info = _build(LaunchInfo, li, lwhere)
+            info.user_lines = _build_list(UserLine, li, "user_lines", lwhere)
+            info.library_lines = _build_list(UserLine, li, "library_lines", lwhere)
+            kern.launch_info.append(info)
+        kern.buffers = _build_list(BufferUse, k, "buffers", where)
+        kern.triton = _build_list(TritonVariant, k, "triton", where)
+        kernels.append(kern)
+    b.kernels = kernels
+    b.graph_breaks = _build_list(GraphBreak, data, "graph_breaks", "bundle")
+    b.recompiles = _build_list(Recompile, data, "recompiles", "bundle")
+    b.autotune = []
+    for i, a in enumerate(data.get("autotune", [])):
+        res = _build(AutotuneResult, a, f"bundle.autotune[{i}]")
+        res.choices = _build_list(AutotuneChoice, a, "choices", f"bundle.autotune[{i}]")
+        b.autotune.append(res)
+    return b
+
+
+_NESTED.update({
+    (Bundle, "graphs"): Graph, (Bundle, "kernels"): Kernel, (Bundle, "graph_breaks"): GraphBreak,
+    (Bundle, "recompiles"): Recompile, (Bundle, "autotune"): AutotuneResult, (Kernel, "user_lines"): UserLine,
+    (Kernel, "buffers"): BufferUse, (Kernel, "triton"): TritonVariant, (AutotuneResult, "choices"): AutotuneChoice,
+    (Kernel, "library_lines"): UserLine, (Kernel, "frames"): UserLine, (Kernel, "launch_info"): LaunchInfo,
+    (LaunchInfo, "user_lines"): UserLine, (LaunchInfo, "library_lines"): UserLine,
+})

@@ -1,0 +1,69 @@
+"""What went wrong in the capture child, as one line a user can act on: CaptureFailure, and the
+classification of an exception a target, its import or torch.compile raised. Imports torch."""
+
+from __future__ import annotations
+
+import re
+import traceback
+from pathlib import Path
+
+import torch
+
+from kernelscope.capture import torch_hooks
+
+
+class CaptureFailure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+
+
+def user_frame(exc: BaseException, path: str) -> str:
+    """" (at file.py:LINE)" for the innermost frame in the user's file, from the traceback or, for
+    Dynamo's errors (raised outside the user's frames), from the "from user code" text."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    if frames:
+        return f" (at {Path(path).name}:{frames[-1].lineno})"
+    lines = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
+    mine = [int(n) for f, n in lines if f == path]
+    return f" (at {Path(path).name}:{mine[-1]})" if mine else ""
+
+
+def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailure:
+    """One line that says what went wrong, for the errors a user will make."""
+    name = exc.__class__.__name__
+    if isinstance(exc, SystemExit):
+        return CaptureFailure("user", f"your function called sys.exit({exc.code!r}){user_frame(exc, user_file)}; "
+                              "kernelscope needs it to return")
+    if isinstance(exc, KeyboardInterrupt):
+        return CaptureFailure("user", f"your function raised KeyboardInterrupt{user_frame(exc, user_file)}")
+    text = str(exc).strip()
+    first = text.split("\n")[0].strip() if text else name
+    lowered = text.lower()
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in lowered \
+            or "can't allocate memory" in lowered or "cannot allocate memory" in lowered:
+        return CaptureFailure("oom", f"out of memory on {options.get('device')}: {first[:200]}; try smaller --args shapes")
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 8:
+        chain.append(chain[-1].__cause__)
+    if torch_hooks.is_graph_break(exc) and options.get("fullgraph"):
+        return CaptureFailure("graph_break", f"graph break under --fullgraph: {_graph_break_line(text)}"
+                              f"{user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph")
+    if torch_hooks.from_inductor(exc):
+        inner = chain[-1]
+        inner_text = str(inner).strip().split("\n")[0] or inner.__class__.__name__
+        return CaptureFailure("compile", f"torch.compile failed in Inductor: {inner.__class__.__name__}: {inner_text[:300]}")
+    if torch_hooks.from_dynamo(exc):
+        return CaptureFailure("compile", f"torch.compile failed in Dynamo: {name}: {first[:300]}{user_frame(exc, user_file)}")
+    if "CUDA error" in text or "cudaError" in text or name == "AcceleratorError":
+        return CaptureFailure("cuda", f"CUDA error: {first[:300]}")
+    return CaptureFailure("user", f"your function raised {name}: {first[:300]}{user_frame(exc, user_file)}")
+
+
+def _graph_break_line(text: str) -> str:
+    for line in text.split("\n"):
+        line = line.strip()
+        if line.startswith("Explanation:"):
+            return line[len("Explanation:"):].strip()
+    return text.split("\n")[0].strip()
