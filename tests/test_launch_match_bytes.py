@@ -9,7 +9,8 @@ from pathlib import Path
 from kernelscope.bench.explain import rate_flag
 from kernelscope.bench.launches import match, sum_check, where_time_goes
 from kernelscope.ingest import bytes_model
-from kernelscope.ingest.output_code import parse_output_code, parse_placeholders
+from kernelscope.ingest.dtypes import parse_placeholders
+from kernelscope.ingest.output_code import parse_output_code
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

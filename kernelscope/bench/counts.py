@@ -17,8 +17,8 @@ from typing import Any
 
 from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import FX_AOT, FX_DYNAMO, FX_POST_GRAD, KIND_TEMPLATE, Bundle, Kernel
+from kernelscope.ingest.dtypes import DTYPE_BYTES, SHORT_DTYPES, parse_placeholders
 from kernelscope.ingest.fx import fx_nodes
-from kernelscope.ingest.output_code import DTYPE_BYTES, SHORT_DTYPES, parse_placeholders
 
 # Ops that return a view (or metadata) and launch nothing, in Dynamo (torch / method) and ATen spelling.
 VIEW_OPS = frozenset({

@@ -29,7 +29,8 @@ from kernelscope.bundle.model import (
     UserLine,
 )
 from kernelscope.ingest import dynamic, fx
-from kernelscope.ingest.output_code import kind_of, parse_output_code, parse_placeholders
+from kernelscope.ingest.dtypes import parse_placeholders
+from kernelscope.ingest.output_code import kind_of, parse_output_code
 from kernelscope.ingest.records import gather
 from kernelscope.ingest.tracelog import TraceLog, TraceRecord
 from kernelscope.ingest.triton_cache import CacheEntry, dedupe_variants, scan_cache
