@@ -15,7 +15,7 @@ from kernelscope.bundle.artifacts import RENDERED_STAGES, STORED_TEXT, stage_ord
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
 from kernelscope.bundle.model import FX_KINDS, Bundle, Graph, Kernel, Recompile, run_state, to_dict
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic, shape_for
-from kernelscope.units import fmt_bytes, plural
+from kernelscope.units import base_name, fmt_bytes, plural
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
 KERNEL_ARTIFACTS = STORED_TEXT  # show --artifact NAME -> the variant file it reads (bundle/artifacts.py)
@@ -106,7 +106,7 @@ def symbol_lines(b: Bundle) -> list[str]:
 
 
 def base(path: str) -> str:
-    return (path or "?").rsplit("/", 1)[-1]
+    return base_name(path) or "?"
 
 
 def guard_lines(b: Bundle, limit: int = 120) -> list[str]:
@@ -229,7 +229,7 @@ def file_name(b: Bundle, file: str) -> str:
     """A frame's file as the bundle shows it: relative to your project's root (blocks.py,
     pkg/blocks.py), or below site-packages for a library file."""
     entry = b.source_entry(file)
-    return entry["name"] if entry else file.replace("\\", "/").rsplit("/", 1)[-1]
+    return entry["name"] if entry else base_name(file)
 
 
 def summary_text(b: Bundle, launches_too: bool = False) -> str:
@@ -261,7 +261,7 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
     out.append("")
     out.append(f"graphs ({len(b.graphs)}):")
     for g in b.graphs:
-        where = f"  {g.code_name} at {g.code_file.rsplit('/', 1)[-1]}:{g.code_line}" if g.code_name else ""
+        where = f"  {g.code_name} at {base_name(g.code_file)}:{g.code_line}" if g.code_name else ""
         out.append(f"  {g.id:<22} {g.kind:<10} {plural(len(g.kernel_ids), 'kernel')}{where}")
     out.append("")
     out.append(f"kernels in launch order ({len(b.kernels)}):")
@@ -305,12 +305,12 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
         out.append("")
         out.append(f"graph breaks ({len(b.graph_breaks)}):")
         for gb in b.graph_breaks:
-            out.append(f"  {gb.file.rsplit('/', 1)[-1]}:{gb.line}: {gb.reason}" + (f"  [{gb.code}]" if gb.code else ""))
+            out.append(f"  {base_name(gb.file)}:{gb.line}: {gb.reason}" + (f"  [{gb.code}]" if gb.code else ""))
     if b.recompiles:
         out.append("")
         out.append(f"recompiles ({len(b.recompiles)}):")
         for r in b.recompiles:
-            out.append(f"  {r.file.rsplit('/', 1)[-1]}:{r.line}: {r.reason}")
+            out.append(f"  {base_name(r.file)}:{r.line}: {r.reason}")
             out += failed_guard_lines(r, prefix="      ")
     for section in (symbol_lines(b), guard_lines(b)):
         if section:

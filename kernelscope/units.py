@@ -54,3 +54,8 @@ def shorten_middle(text: str, width: int) -> str:
         cut = wider.find("_")
         end = wider[cut:] if 0 <= cut and len(wider) - cut > len(end) else end
     return start + "…" + end
+
+
+def base_name(path: str | None) -> str:
+    """The file name of a path as shown to a user (``.../samples/add_relu.py`` -> ``add_relu.py``)."""
+    return (path or "").replace("\\", "/").rsplit("/", 1)[-1]

@@ -12,20 +12,18 @@ from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.show import cudagraph_line, failed_guard_lines, guard_lines, symbol_lines
-from kernelscope.units import fmt_bytes, plural
+from kernelscope.units import base_name, fmt_bytes, plural
 
 REPORT_VERSION = 1
 
 
-def short_path(path: str) -> str:
-    return path.rsplit("/", 1)[-1] if path else ""
 
 
 def where(file: str, line: int | None) -> str:
     """``file.py:12`` as a user reads it ('' when unknown)."""
     if not file:
         return ""
-    return f"{short_path(file)}:{line}" if line is not None else short_path(file)
+    return f"{base_name(file)}:{line}" if line is not None else base_name(file)
 
 
 def _sum_known(values: list[int | None]) -> int | None:

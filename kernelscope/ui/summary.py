@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel, run_state
 from kernelscope.show import autotune_lines, cudagraph_line, guard_lines, per_call_lines, symbol_lines, variant_labels
-from kernelscope.ui.xref import base_name
-from kernelscope.units import fmt_bytes, plural
+from kernelscope.units import base_name, fmt_bytes, plural
 
 
 def count_parts(b: Bundle) -> tuple[list[str], str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import FX_AOT, FX_AOT_JOINT, FX_DYNAMO, FX_POST_GRAD, Bundle, Graph, Kernel
 from kernelscope.ingest.fx import FxNode, fx_nodes
+from kernelscope.units import base_name
 
 FX_TITLES = {FX_DYNAMO: "Dynamo", FX_AOT_JOINT: "AOT joint", FX_AOT: "AOT", FX_POST_GRAD: "post-grad"}
 FX_ORDER = (FX_DYNAMO, FX_AOT_JOINT, FX_AOT, FX_POST_GRAD)
@@ -37,8 +38,6 @@ def compact_fx(text: str) -> str:
     return "\n".join(out)
 
 
-def base_name(path: str) -> str:
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def same_file(a: str, b: str) -> bool:

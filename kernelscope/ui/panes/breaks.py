@@ -9,8 +9,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from kernelscope.ui.panes.base import Pane
-from kernelscope.ui.xref import base_name
-from kernelscope.units import plural
+from kernelscope.units import base_name, plural
 
 
 class BreaksPane(Pane):

@@ -10,7 +10,7 @@ from kernelscope.ui.panes.base import Pane, python_lexer
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.source_files import SourceFiles
-from kernelscope.ui.xref import base_name
+from kernelscope.units import base_name
 
 
 class SourcePane(Pane):

@@ -13,8 +13,8 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
-from kernelscope.ui.xref import KIND_TAGS, base_name
-from kernelscope.units import fmt_bytes, plural, short_bytes, shorten_middle
+from kernelscope.ui.xref import KIND_TAGS
+from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_middle
 
 GRAPH_ROW = "graph:"
 

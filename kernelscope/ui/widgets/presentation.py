@@ -91,7 +91,7 @@ class PresentationScreen(Screen):
     # -- content ---------------------------------------------------------------------------------
     def source_side(self) -> Side:
         from kernelscope.ui.panes.base import python_lexer
-        from kernelscope.ui.xref import base_name
+        from kernelscope.units import base_name
 
         src = self.index.source()
         if not src.rows:
