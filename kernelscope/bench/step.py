@@ -11,6 +11,7 @@ import torch
 from kernelscope.bench.ceilings import sync
 from kernelscope.capture import failures, session
 from kernelscope.capture import inputs as capture_inputs
+from kernelscope.capture.spec import CaptureOptions
 from kernelscope.units import fmt_bytes
 
 
@@ -50,7 +51,10 @@ class Step:
     def __init__(self, fn, backward: bool, options: dict | None = None):
         self.fn = fn
         self.backward = backward
-        self.options = options or {}
+        options = options or {}
+        # The capture's typed options, as the capture ran its calls (grad mode).
+        self.grad = CaptureOptions(no_grad=bool(options.get("no_grad")),
+                                   inference_mode=bool(options.get("inference_mode")))
         self._ones: dict[tuple, torch.Tensor] = {}
         self.params = [p for p in fn.parameters() if p.requires_grad] if isinstance(fn, torch.nn.Module) else []
 
@@ -59,7 +63,7 @@ class Step:
 
     def __call__(self, inputs: tuple):
         if not self.backward:
-            with session.grad_context(self.options):
+            with session.grad_context(self.grad):
                 return self.fn(*inputs)
         for t in self.leaves(inputs):
             t.grad = None  # no accumulation kernels: every call is the same first backward

@@ -118,15 +118,11 @@ def modules_of(fn, module) -> list:
     return found
 
 
-def grad_context(options: CaptureOptions | dict):
-    """The context the compiled calls run in: torch.inference_mode(), torch.no_grad() or grad on.
-    ``options``: the capture's typed options, or the bench request's options dict."""
-    def get(key: str) -> bool:
-        return bool(options.get(key) if isinstance(options, dict) else getattr(options, key, False))
-
-    if get("inference_mode"):
+def grad_context(options: CaptureOptions):
+    """The context the compiled calls run in: torch.inference_mode(), torch.no_grad() or grad on."""
+    if options.inference_mode:
         return torch.inference_mode()
-    if get("no_grad"):
+    if options.no_grad:
         return torch.no_grad()
     return contextlib.nullcontext()
 
