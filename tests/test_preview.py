@@ -7,7 +7,7 @@ import re
 import pytest
 
 from kernelscope.bundle.io import read_bundle
-from tests.conftest import GPU_FIXTURES, kernelscope_cmd
+from tests.conftest import GPU_FIXTURES, PREVIEW_ARCHES, PREVIEW_SAMPLES, kernelscope_cmd
 
 # torch 2.13's names (the H200 fixture, torch 2.11, names softmax's kernel
 # triton_per_fused__softmax_exp_prepare_softmax_online_sub_0).
@@ -57,6 +57,38 @@ def test_preview_has_triton_kernels_nodes_lines_and_is_marked(preview_sm90, samp
         assert {"ttir", "ttgir", "llir", "ptx", "cubin"} <= set(k.triton[0].files)
     first = kernelscope_cmd("show", str(preview_sm90[sample])).stdout.splitlines()[0]
     assert "PREVIEW sm_90" in first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", PREVIEW_ARCHES)
+@pytest.mark.parametrize("sample", PREVIEW_SAMPLES)
+def test_every_sample_previews_and_every_kernel_goes_to_sass(previews, sample, arch):
+    """Each sample previews for sm_90 and sm_80 on this CPU build: the same kernels, in the same order
+    and of the same kind, as the real H200 capture (Triton or extern, extern calls by name: cuDNN
+    attention for attention's fp16 SDPA on sm_90, flash on sm_80, efficient attention for tiny_gpt's
+    fp32 one), and every Triton
+    kernel's cubin disassembles to SASS for that arch."""
+    from kernelscope.pipeline.stages import disassemble
+
+    b = read_bundle(previews[sample, arch])
+    real = read_bundle(GPU_FIXTURES / sample)
+    assert b.status == "ok" and b.preview["arch"] == arch
+
+    def kinds(bundle):
+        return [k.name if k.lang != "triton" else "triton" for k in bundle.kernels]
+
+    expected = kinds(real)
+    if arch == "sm_80":  # torch prefers cuDNN attention on sm_90/sm_100 only; an A100 gets flash attention
+        expected = [n.replace("_cudnn_attention", "_flash_attention") for n in expected]
+    assert kinds(b) == expected
+    for k in b.kernels:
+        if k.lang != "triton":
+            continue
+        assert k.fx_nodes and k.user_lines, k.name
+        for v in k.triton:
+            assert v.metadata["target"]["arch"] == int(arch[3:]), k.name
+            sass = disassemble(previews[sample, arch] / v.files["cubin"])
+            assert not sass.missing and ("LDG" in sass.text or "STG" in sass.text), (k.name, sass.missing_reason)
 
 
 @pytest.mark.slow

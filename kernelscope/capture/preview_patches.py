@@ -24,6 +24,18 @@ Faked, and only inside ``preview_device()``:
   torch._inductor.fx_passes.joint_graph.lazy_init: its pattern tracing builds example tensors
     with torch.tensor(..., device="cuda"), which a CPU build cannot place even under FakeTensorMode;
     the patterns are traced on the CPU instead (the aten patterns are the same).
+  torch._inductor.fx_passes.joint_graph.UniformValueConstantFolder.run: the joint-graph pass that
+    folds constants (e.g. the causal mask of scaled_dot_product_attention(is_causal=True):
+    full -> tril) evaluates them for real, with fake modes off, on the graph's device; it keeps only
+    each result's single value (``.item()``) and rebuilds the constant on the node's own device, so
+    the values are computed on the CPU instead (a cuda ``device`` argument becomes cpu).
+  aten::scaled_dot_product_attention (its CompositeImplicitAutograd kernel) and aten::_fused_sdp_choice
+    (its Meta kernel, which FakeTensors run): SDPA picks its CUDA backend in C++ from the device's
+    properties (a CPU build has no CUDA chooser and falls back to the math decomposition; a CUDA build
+    asks the absent GPU and fails). The preview chooses as torch's CUDA chooser does
+    (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, select_sdp_backend, dense inputs) for the
+    previewed arch (``sdp_choice``), then calls the chosen op as attention.cpp's composite does
+    (``sdpa_composite``): the graph holds the same cuDNN / flash / efficient attention call as on the GPU.
 Inductor config (public flags): compile_threads=1 (workers would not see the fake), no static CUDA
 launcher, no FX graph / AOT autograd caches, backward lowered at compile time. The autotune cache
 stays as torch.compile sets it: its flags are written into each kernel's inductor_meta, and it
@@ -33,7 +45,9 @@ lives in the capture's private cache folder anyway (nothing is benchmarked, so n
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
+import warnings
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -184,11 +198,23 @@ def preview_device(arch: str):
         "_lazy_init": lambda: None,
     }
     original_lazy_init = joint_graph.lazy_init
+    original_fold = joint_graph.UniformValueConstantFolder.run
+
+    def fold_on_cpu(self, *args, **kwargs):
+        with _ConstantsOnCpu():
+            return original_fold(self, *args, **kwargs)
 
     def lazy_init_on_cpu(input_device=None):
         return original_lazy_init(torch.device("cpu"))
 
     with contextlib.ExitStack() as stack:
+        sdp_lib = torch.library.Library("aten", "IMPL")  # noqa: TOR901 (an override, undone on exit)
+        stack.callback(sdp_lib._destroy)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+            sdp_lib.impl("_fused_sdp_choice", functools.partial(sdp_choice, spec), "Meta")
+            sdp_lib.impl("scaled_dot_product_attention", functools.partial(sdpa_composite, spec),
+                         "CompositeImplicitAutograd")
         for name, fn in cuda_calls.items():
             stack.enter_context(mock.patch.object(torch.cuda, name, fn))
         iface = di.CudaInterface
@@ -200,6 +226,7 @@ def preview_device(arch: str):
         stack.enter_context(mock.patch.object(iface.Worker, "current_device", staticmethod(lambda: 0)))
         stack.enter_context(mock.patch.object(torch._C, "_cuda_getCurrentRawStream", lambda device=0: 0, create=True))
         stack.enter_context(mock.patch.object(joint_graph, "lazy_init", lazy_init_on_cpu))
+        stack.enter_context(mock.patch.object(joint_graph.UniformValueConstantFolder, "run", fold_on_cpu))
         # torch 2.11 makes a real CUDA tensor when the first fake one is made, if torch.cuda.is_available()
         # (faked True here): a CUDA build with the GPU hidden raises "No CUDA GPUs are available".
         stack.enter_context(mock.patch.object(fake_tensor, "init_gpu_context", lambda device: None))
@@ -224,12 +251,181 @@ def preview_device(arch: str):
         yield spec
 
 
+# torch.nn.attention.SDPBackend values (the C++ sdp::SDPBackend enum)
+MATH, FLASH, EFFICIENT, CUDNN = 0, 1, 2, 3
+_DEFAULT_ORDER = [FLASH, EFFICIENT, MATH, CUDNN]
+
+
+def sdp_choice(spec: GpuSpec, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
+               scale=None, enable_gqa=False) -> int:
+    """The SDPA backend torch's CUDA chooser picks on ``spec``'s arch, for dense inputs. It honours
+    torch.backends.cuda's enable flags and a priority order the user set; by default sm_90 / sm_100
+    prefer cuDNN (torch >= 2.10 on CUDA 13 with cuDNN > 9.15, as the CUDA wheels ship), as a real
+    H100/H200 does."""
+    from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+    def true(cond) -> bool:
+        return bool(guard_or_false(cond)) if not isinstance(cond, bool) else cond
+
+    be = torch.backends.cuda
+    major, minor = spec.major, spec.minor
+    sm = major * 10 + minor
+    q, k, v = query, key, value
+    dense = all(t.dim() == 4 for t in (q, k, v))
+    if not dense:
+        return MATH if be.math_sdp_enabled() else -1
+    half = q.dtype in (torch.float16, torch.bfloat16)
+    same_dtype = q.dtype == k.dtype == v.dtype
+
+    def common(ignore_singleton: bool) -> bool:
+        batch_ok = true(q.size(0) == k.size(0)) and true(k.size(0) == v.size(0))
+        qh, kh, vh = q.size(1), k.size(1), v.size(1)
+        heads_ok = true(kh == vh) and (true(qh == kh) or (enable_gqa and true(qh % kh == 0)))
+        seq_ok = true(q.size(2) > 0) and true(k.size(2) > 0)
+        strides_ok = all(true(t.stride(-1) == 1) or (ignore_singleton and true(t.size(-1) == 1)) for t in (q, k, v))
+        return same_dtype and batch_ok and heads_ok and seq_ok and strides_ok
+
+    def cudnn() -> bool:
+        if not be.cudnn_sdp_enabled() or not (80 <= sm <= 121) or not half or not common(True):
+            return False
+        if torch.are_deterministic_algorithms_enabled() and not torch.is_deterministic_algorithms_warn_only_enabled():
+            return False
+        if dropout_p * 16.0 != int(dropout_p * 16.0):
+            return False
+        limit = 256 if (major == 9 and minor == 0) or major == 10 else 128
+        d_qk, d_v = q.size(3), v.size(3)
+        return (true(q.size(0) <= 65535) and true(q.size(1) <= 65535) and true(d_qk <= limit) and true(d_v <= limit)
+                and true(d_qk % 8 == 0) and true(d_v % 8 == 0) and true(k.size(2) != 1)
+                and not (dropout_p and true(q.size(2) == 1)))
+
+    def flash() -> bool:
+        if not be.flash_sdp_enabled() or attn_mask is not None or not (80 <= sm <= 121) or not half:
+            return False
+        d = q.size(-1)
+        if not (true(d == k.size(-1)) and true(d == v.size(-1)) and true(d <= 256)):
+            return False
+        if is_causal and not true(q.size(-2) == k.size(-2)):
+            return False
+        return common(True)
+
+    def efficient() -> bool:
+        if not be.mem_efficient_sdp_enabled() or not (50 <= sm <= 121):
+            return False
+        if q.dtype not in ((torch.float16, torch.float32, torch.bfloat16) if major >= 8 else (torch.float16, torch.float32)):
+            return False
+        align = max(4 if major >= 8 else 1, (8 if half else 4) if major >= 8 or (major >= 7 and half) else 1)
+        dq, dv = q.size(-1), v.size(-1)
+        if not (true(dq == k.size(-1)) and true(dq % align == 0) and true(dq > 0) and true(dv % align == 0)
+                and true(dv > 0)):
+            return False
+        if major >= 8 and not all(true((t.storage_offset() * t.element_size()) % (align * t.element_size()) == 0)
+                                  for t in (q, k, v)):
+            return False
+        return common(False)
+
+    order = list(torch._C._get_sdp_priority_order())[:4]
+    if order == _DEFAULT_ORDER and (major in (9, 10)):
+        order = [CUDNN, FLASH, EFFICIENT, MATH]
+    checks = {CUDNN: cudnn, FLASH: flash, EFFICIENT: efficient, MATH: be.math_sdp_enabled}
+    for backend in order:
+        if backend in checks and checks[backend]():
+            return backend
+    return -1
+
+
+def sdpa_composite(spec: GpuSpec, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
+                   scale=None, enable_gqa=False):
+    """aten::scaled_dot_product_attention as attention.cpp composes it, with ``sdp_choice`` choosing."""
+    import math
+
+    aten = torch.ops.aten
+    backend = sdp_choice(spec, query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                         enable_gqa=enable_gqa) if query.device.type == "cuda" else MATH
+    mask = attn_mask
+    if mask is not None and mask.dtype == torch.bool:
+        if backend == CUDNN:
+            mask = aten.where(mask.logical_not(), -65504.0, aten.scalar_tensor(0.0, dtype=query.dtype))
+        else:
+            mask = aten.where(mask.logical_not(), -math.inf,
+                              aten.scalar_tensor(0.0, dtype=query.dtype, device=mask.device))
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+    if backend == CUDNN:
+        return aten._scaled_dot_product_cudnn_attention(query, key, value, mask, grad, dropout_p, is_causal, False,
+                                                        scale=scale)[0]
+    if backend == FLASH:
+        head = query.size(-1)
+
+        def pad8(t):
+            return t if head % 8 == 0 else aten.pad(t, [0, 8 - head % 8])
+
+        og_scale = scale if scale is not None else 1.0 / math.sqrt(head)
+        out = aten._scaled_dot_product_flash_attention(pad8(query), pad8(key), pad8(value), dropout_p, is_causal,
+                                                       False, scale=og_scale)[0]
+        return out if out.size(-1) == head else out[..., :head]
+    if backend == EFFICIENT:
+        if mask is not None:
+            aligned = all(mask.stride(i) % 8 == 0 for i in range(mask.dim() - 1)) and mask.stride(-1) == 1
+            if not aligned:
+                last = mask.size(-1)
+                mask = aten.pad(mask, [0, 8 - last % 8])[..., :last]
+            mask = mask.expand(query.size(0), query.size(1), query.size(2), key.size(2))
+        return aten._scaled_dot_product_efficient_attention(query, key, value, mask, grad, dropout_p, is_causal,
+                                                            scale=scale)[0]
+    if backend != MATH:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found.")
+    return aten._scaled_dot_product_attention_math(query, key, value, mask, dropout_p, is_causal, None,
+                                                   scale=scale, enable_gqa=enable_gqa)[0]
+
+
+def _on_cpu(value: Any) -> Any:
+    is_cuda = (isinstance(value, torch.device) and value.type == "cuda") or (
+        isinstance(value, str) and value.split(":")[0] == "cuda")
+    return torch.device("cpu") if is_cuda else value
+
+
+class _ConstantsOnCpu(torch.utils._python_dispatch.TorchDispatchMode):
+    """Every op run inside makes its tensors on the CPU where it was asked for cuda (the constant
+    folder's real evaluation; see ``preview_device``)."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = {k: _on_cpu(v) for k, v in (kwargs or {}).items()}
+        if func is torch.ops.prims.device_put.default:
+            args = (args[0], _on_cpu(args[1]), *args[2:])
+        return func(*args, **kwargs)
+
+
 def _index(device: Any) -> int:
     if isinstance(device, torch.device):
         return device.index if device.index is not None else 0
     if isinstance(device, int):
         return device
     return 0
+
+
+def to_fake_device(module, device: str):
+    """``module.to(device)`` for a module built under ``fake_mode()``: a CPU build cannot copy a
+    FakeTensor to ``cuda`` (it asks for a CUDA device guard), so each parameter and buffer is
+    replaced by a FakeTensor of the same size, strides and dtype made on ``device`` (the values were
+    never real)."""
+
+    target = torch.device(device)
+    moved: dict[int, torch.Tensor] = {}  # by id: a tied weight (an embedding reused as the head) stays tied
+
+    def move(t):
+        if t is None or t.device.type == target.type:
+            return t
+        if id(t) not in moved:
+            new = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=target)
+            if isinstance(t, torch.nn.Parameter):
+                new = torch.nn.Parameter(new, requires_grad=t.requires_grad)
+            moved[id(t)] = new
+        return moved[id(t)]
+
+    for m in module.modules():
+        for table in (m._parameters, m._buffers):
+            for name, t in list(table.items()):
+                table[name] = move(t)
+    return module
 
 
 def fake_mode():
@@ -244,12 +440,21 @@ def preview_backend(mode: str, dynamic: bool | None):
     faked target) and Dynamo gets the FX graph back to run on the FakeTensors."""
     from torch._inductor import list_mode_options
     from torch._inductor.compile_fx import compile_fx
+    from torch._subclasses.fake_tensor import FakeTensor
 
     patches = {} if mode in (None, "default") else list_mode_options(mode, dynamic)
 
     def backend(gm, example_inputs):
         compile_fx(gm, example_inputs, config_patches=patches)
-        return gm.forward
+
+        def run_on_fakes(*args):
+            # The graph may build tensors of its own (a causal mask): under the inputs' fake mode, so
+            # that nothing is made on the (absent) device.
+            mode = next((a.fake_mode for a in args if isinstance(a, FakeTensor)), None)
+            with mode if mode is not None else contextlib.nullcontext():
+                return gm.forward(*args)
+
+        return run_on_fakes
 
     return backend
 

@@ -76,8 +76,9 @@ def load_module(path: str):
     return module
 
 
-def load_target(target: dict, device: str):
-    """(module, callable): the user's file imported, the function or an nn.Module built on ``device``."""
+def load_target(target: dict, device: str, preview: bool = False):
+    """(module, callable): the user's file imported, the function or an nn.Module built on ``device``
+    (for a preview, built under its fake mode and moved the way a fake device allows)."""
     module = load_module(target["file"])
     fn = getattr(module, target["name"], None)
     if fn is None:
@@ -86,7 +87,13 @@ def load_target(target: dict, device: str):
         if not issubclass(fn, torch.nn.Module):
             raise CaptureFailure("target", f"{target['name']} is a class but not a torch.nn.Module")
         try:
-            fn = fn().to(device)
+            fn = fn()
+            if preview:
+                from kernelscope.capture.preview_patches import to_fake_device
+
+                fn = to_fake_device(fn, device)
+            else:
+                fn = fn.to(device)
         except TypeError as exc:
             raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
                                  "modules without arguments: give them defaults") from exc
@@ -247,7 +254,7 @@ def _compile_and_call(spec: CaptureSpec, bundle: Bundle, device, events, counter
 
             inputs_mode = fake_mode()
         with inputs_mode:
-            module, fn = load_target(target, device)
+            module, fn = load_target(target, device, bool(preview))
             calls = make_calls(spec, module, device)
         bundle.target["params"] = _params(fn)
         inputs = calls[0]
@@ -269,6 +276,11 @@ def _compile_and_call(spec: CaptureSpec, bundle: Bundle, device, events, counter
                 m.eval()
         options["grad_mode"] = "inference_mode" if opts.inference_mode else "no_grad" if opts.no_grad else "grad"
         options["train"] = ("eval" if all(not m.training for m in held) else "train") if held else None
+        if preview and options["grad_mode"] != "grad" and isinstance(fn, torch.nn.Module):
+            # Under no_grad / inference_mode the graph is an inference graph either way; a fake parameter
+            # that requires grad would still be wrapped for autograd, which aborts without CUDA.
+            for p in fn.parameters():
+                p.requires_grad_(False)
         if preview and options["grad_mode"] == "grad" and torch.is_grad_enabled():
             params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
             if any(isinstance(v, torch.Tensor) and v.requires_grad for v in [*inputs, *params]):
