@@ -5,6 +5,8 @@
 #   p: preview (GPU hidden) vs real per sample
 #   r: reduce-overhead benches, a CUDA-graph skip
 #   t: record the samples, the GPU tests, then r
+#   s: CUDA graph skips (a mutated input, torch.cond, a CPU scalar): capture + show, bench
+#   q: p, a training-step probe, and a GPT-2 preview (GPU hidden) vs a real GPT-2 capture
 #   c: a 12-layer transformers GPT-2 (--no-grad --eval): show, bench (per-launch sum check, where the
 #      time goes, counts explained), report
 set -uo pipefail
@@ -67,8 +69,40 @@ r)
     KERNELSCOPE_BENCH_BUDGET_S=30 timeout 100 $KS bench $s --mode reduce-overhead --no-save 2>&1 > "$OUT/ro_$s.txt"
     head -50 "$OUT/ro_$s.txt"
   done
-  timeout 100 $KS capture benchmarks/models/cudagraph_skip.py::scale_add --mode reduce-overhead -o /tmp/skip -q 2>&1 | tail -2
-  $KS show /tmp/skip 2>&1 | grep -i -E "cuda graph|skip" | head
+  bash "$0" s
+  ;;
+s)
+  echo "== CUDA graph skips: capture + show, then bench"
+  T=benchmarks/models/cudagraph_skip.py
+  for f in mutate_input branch scale_add; do
+    timeout 240 $KS capture $T::$f --mode reduce-overhead -o /tmp/skip_$f -q > "$OUT/skip_$f.log" 2>&1 &
+  done; wait
+  for f in mutate_input branch scale_add; do
+    echo "---- $f"; tail -2 "$OUT/skip_$f.log"
+    $KS show /tmp/skip_$f > "$OUT/skip_${f}_show.txt" 2>&1; grep -i -E -A2 "cuda graph|skip" "$OUT/skip_${f}_show.txt" | head -12
+    $KS show /tmp/skip_$f --json 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print([g.get('cudagraphs') for g in d.get('graphs',[])])"
+    grep -i "cudagraph" /tmp/skip_$f/*.txt 2>/dev/null | head -5
+  done
+  for f in mutate_input branch; do
+    KERNELSCOPE_BENCH_BUDGET_S=30 timeout 150 $KS bench $T::$f --mode reduce-overhead --no-save > "$OUT/skip_${f}_bench.txt" 2>&1
+    echo "---- bench $f rc=$?"; grep -i -E -A3 "cuda graph" "$OUT/skip_${f}_bench.txt" | head -14
+  done
+  ;;
+q)
+  echo "== preview (GPU hidden) of every sample vs the H200 fixtures, mlp_train probe, GPT-2 preview vs real"
+  bash "$0" p
+  grep -E "^----|^kernels:|^  (source|ttir)" "$OUT/preview_diff.log" | head -60
+  echo "== mlp_train (a training step: forward + backward graphs), GPU hidden"
+  CUDA_VISIBLE_DEVICES= timeout 200 $KS capture mlp_train --preview sm_90 -o /tmp/ks-prev/mlp_train -q 2>&1 | tail -2
+  $KS diff /tmp/ks-prev/mlp_train tests/fixtures/gpu/mlp_train 2>&1 | grep -E "^graphs|^kernels|^CHANGED|^REPLACED|^ADDED|^REMOVED|^  [-+]|^    (source|ptx|ttir)" | head -20
+  echo "== GPT-2: real capture, then preview with the GPU hidden"
+  T=benchmarks/models/hf_gpt2.py::GPT2
+  timeout 240 $KS capture $T -o /tmp/gpt2 -q > "$OUT/gpt2_capture.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES= timeout 300 $KS capture $T --preview sm_90 -o /tmp/gpt2_prev -q > "$OUT/gpt2_prev.log" 2>&1; echo "preview rc=$?"; tail -2 "$OUT/gpt2_prev.log"
+  wait; tail -2 "$OUT/gpt2_capture.log"
+  $KS diff /tmp/gpt2_prev /tmp/gpt2 > "$OUT/gpt2_diff.txt" 2>&1; head -16 "$OUT/gpt2_diff.txt"
+  grep -E "^(SAME|CHANGED|REPLACED|ADDED|REMOVED)|^    (source|ttir|ptx)" "$OUT/gpt2_diff.txt" | sort | uniq -c | sort -rn | head -20
+  $KS show /tmp/gpt2_prev > "$OUT/gpt2_prev_show.txt" 2>&1; head -12 "$OUT/gpt2_prev_show.txt"
   ;;
 t)
   bash scripts/gpu_record.sh /tmp/ks-rec > "$OUT/record.log" 2>&1; grep rc= "$OUT/record.log"

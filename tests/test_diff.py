@@ -96,6 +96,22 @@ def test_two_runs_of_the_same_kernel_compare_equal_despite_temp_paths_and_hashes
     assert [e.status for e in d.entries] == [SAME]
 
 
+def test_a_preview_keeping_every_autotune_candidate_compares_same_up_to_the_choice(tmp_path):
+    """A preview keeps every candidate config, none chosen (here the num_warps=4 one first); the real
+    run chose num_warps=8. The preview's matching candidate is compared, so the kernel is 'same'."""
+    copy = tmp_path / "preview"
+    shutil.copytree(GPU_FIXTURES / "add_relu", copy)
+    manifest = json.loads((copy / "bundle.json").read_text())
+    variants = manifest["kernels"][0]["triton"]
+    assert [v["chosen"] for v in variants] == [True, False]
+    for v in variants:
+        v["chosen"] = False
+    variants.reverse()
+    (copy / "bundle.json").write_text(json.dumps(manifest))
+    d = diff_bundles(read_bundle(copy), read_bundle(GPU_FIXTURES / "add_relu"))
+    assert [(e.status, e.changes) for e in d.entries] == [(SAME, [])]
+
+
 def test_a_changed_kernel_shows_its_stage_diffs(ref_bundles, tmp_path, capsys):
     copy = tmp_path / "changed"
     shutil.copytree(ref_bundles["add_relu"], copy)

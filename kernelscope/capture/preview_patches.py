@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import re
 import warnings
 from dataclasses import dataclass
@@ -230,6 +231,13 @@ def preview_device(arch: str):
         # torch 2.11 makes a real CUDA tensor when the first fake one is made, if torch.cuda.is_available()
         # (faked True here): a CUDA build with the GPU hidden raises "No CUDA GPUs are available".
         stack.enter_context(mock.patch.object(fake_tensor, "init_gpu_context", lambda device: None))
+        # FakeTensorMode decides from torch.cuda.is_available() (faked True here) whether to "avoid device
+        # init": on a machine with no usable CUDA it must, as it does by itself without the fake: it never
+        # constant-propagates a copy to the device, lifts torch.tensor(...) on the CPU, and installs a no-op
+        # CUDA device guard (so .to("cuda") and autograd over fake CUDA tensors work on a CPU build).
+        stack.enter_context(_avoiding_device_init(fake_tensor.FakeTensorMode))
+        if hasattr(torch._C, "_ensureCUDADeviceGuardSet"):
+            torch._C._ensureCUDADeviceGuardSet()  # what such a mode's __enter__ does; Dynamo's may not be entered
         # Dynamo's stream tracking asks torch.accelerator for the current stream, which a CUDA build with
         # the GPU hidden cannot give (a CPU build reports no accelerator and skips it): skip it the same way.
         stack.enter_context(mock.patch.object(torch.accelerator, "is_available", lambda: False))
@@ -392,6 +400,20 @@ class _ConstantsOnCpu(torch.utils._python_dispatch.TorchDispatchMode):
         if func is torch.ops.prims.device_put.default:
             args = (args[0], _on_cpu(args[1]), *args[2:])
         return func(*args, **kwargs)
+
+
+def _avoiding_device_init(mode_cls):
+    """FakeTensorMode.avoid_device_init forced True (a property in torch 2.13, an attribute set in
+    __init__ in older releases)."""
+    if isinstance(inspect.getattr_static(mode_cls, "avoid_device_init", None), property):
+        return mock.patch.object(mode_cls, "avoid_device_init", property(lambda self: True))
+    original_init = mode_cls.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        self.avoid_device_init = True
+
+    return mock.patch.object(mode_cls, "__init__", init)
 
 
 def _index(device: Any) -> int:

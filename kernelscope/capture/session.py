@@ -228,7 +228,11 @@ def _check_preview(bundle: Bundle, counter: _OutputCodeCounter, failure: Capture
         return failure
     message = failure.message if failure is not None else None
     cause = str(failure.__cause__ or "") if failure is not None else ""
-    if "from the 'CUDA' backend" in cause or "compiled without CUDA" in cause or "not linked with support for cuda" in cause:
+    if "not linked with support for cuda" in cause:
+        message = (f"torch {torch.__version__} is a CPU-only build: it has no CUDA device guard, so it cannot index, "
+                   "move or differentiate tensors on the (faked) CUDA device as this function does; preview it with "
+                   "a CUDA build of torch (no GPU needed: CUDA_VISIBLE_DEVICES= hides any)")
+    elif "from the 'CUDA' backend" in cause or "compiled without CUDA" in cause:
         op = re.search(r"Could not run '([\w:.]+)'", cause)
         message = (f"Inductor ran a real CUDA op{f' ({op.group(1)})' if op else ''} while compiling (e.g. constant "
                    "folding a tensor constructor such as a causal mask); this machine has no CUDA to run it, so this "
@@ -281,13 +285,14 @@ def _compile_and_call(spec: CaptureSpec, bundle: Bundle, device, events, counter
             # that requires grad would still be wrapped for autograd, which aborts without CUDA.
             for p in fn.parameters():
                 p.requires_grad_(False)
-        if preview and options["grad_mode"] == "grad" and torch.is_grad_enabled():
+        if preview and options["grad_mode"] == "grad" and torch.is_grad_enabled() and not torch.backends.cuda.is_built():
             params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
             if any(isinstance(v, torch.Tensor) and v.requires_grad for v in [*inputs, *params]):
-                raise CaptureFailure("preview_refused", f"--preview cannot trace autograd on torch {torch.__version__} without "
-                                     "CUDA (its autograd engine needs a CUDA device guard, and aborts): no input or "
-                                     "parameter may require grad; capture a forward-only function (or wrap the call "
-                                     "in torch.no_grad()) to preview its inference kernels")
+                raise CaptureFailure("preview_refused", f"--preview cannot trace autograd on torch {torch.__version__}, a "
+                                     "CPU-only build (its autograd engine needs a CUDA device guard, and aborts): no "
+                                     "input or parameter may require grad; capture a forward-only function (or wrap the "
+                                     "call in torch.no_grad()) to preview its inference kernels, or preview with a CUDA "
+                                     "build of torch (no GPU needed)")
         mode = opts.mode
         if preview:
             from kernelscope.capture.preview_patches import preview_backend
@@ -306,6 +311,15 @@ def _compile_and_call(spec: CaptureSpec, bundle: Bundle, device, events, counter
                     events.emit("compile", f"call {i + 1} of {len(calls)}", graphs=counter.graphs, kernels=counter.kernels)
                 with grad_context(opts):
                     out = compiled(*call)
+            if device == "cuda" and not preview and mode in torch_hooks.CUDAGRAPH_MODES:
+                # CUDA graph trees warm up on a graph's first call and record on its second: two more
+                # calls, so that the log says whether each graph was recorded (and replayed) or skipped.
+                for _ in range(2):
+                    with grad_context(opts):
+                        out = compiled(*calls[-1])
+                bundle.notes.append(f"mode {mode}: the last call was made 2 more times (CUDA graph trees warm up on "
+                                    "the first call, record on the second, replay after), so that the capture "
+                                    "knows whether each graph's CUDA graph was recorded or skipped")
             if device == "cuda" and not preview:
                 torch.cuda.synchronize()
         except CaptureFailure:

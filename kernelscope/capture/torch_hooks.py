@@ -18,6 +18,7 @@ OUTPUT_CODE_LOGGERS = ("torch._inductor.graph.__output_code", "torch._inductor.c
 OUTPUT_CODE_PREFIX = "Output code: "
 TRACE_LOGGER = "torch.__trace"  # TORCH_TRACE's handler hangs here; flushed before the trace is read
 CUDAGRAPH_TREES_LOGGER = "torch._inductor.cudagraph_trees"
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that use CUDA graph trees
 
 # Where an exception comes from, by its class's module and name.
 INDUCTOR_MODULE = "torch._inductor"
@@ -31,7 +32,7 @@ def torch_logs(mode: str) -> str:
     """TORCH_LOGS for a capture: output code, graph breaks, recompiles; with CUDA graphs, whether each
     graph's was recorded or skipped (Inductor's cudagraphs and perf_hints logs, cudagraph_trees' INFO)."""
     logs = "output_code,graph_breaks,recompiles"
-    if mode in ("reduce-overhead", "max-autotune"):
+    if mode in CUDAGRAPH_MODES:
         logs += f",cudagraphs,perf_hints,{CUDAGRAPH_TREES_LOGGER}"
     return logs
 

@@ -193,13 +193,38 @@ def _variant(k: Kernel) -> TritonVariant | None:
     return next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
 
 
-def _stage_text(bundle: Bundle, k: Kernel, stage: str) -> str | None:
+def _stage_text(bundle: Bundle, k: Kernel, stage: str, v: TritonVariant | None = None) -> str | None:
     if stage == "source":
         return read_text(bundle, k.source) if k.source else None
-    v = _variant(k)
+    v = v or _variant(k)
     if v is None or stage not in v.files:
         return None
     return read_text(bundle, v.files[stage])
+
+
+def _pair_variants(d: BundleDiff, ka: Kernel, kb: Kernel) -> tuple[TritonVariant | None, TritonVariant | None]:
+    """The variants compared: each side's chosen one; where one side chose and the other kept every
+    autotune candidate unchosen (a preview), the candidate whose compiled code is the chosen one's
+    (else the first with its warps and stages), so that a preview is compared "up to the autotune choice"."""
+    va, vb = _variant(ka), _variant(kb)
+    chosen_a, chosen_b = any(v.chosen for v in ka.triton), any(v.chosen for v in kb.triton)
+    if chosen_a == chosen_b or va is None or vb is None:
+        return va, vb
+    fixed, fixed_bundle, others, other_bundle = (va, d.a, kb.triton, d.b) if chosen_a else (vb, d.b, ka.triton, d.a)
+    match = None
+    for stage in ("ttgir", "ptx"):
+        want = _stage_text(fixed_bundle, ka if chosen_a else kb, stage, fixed)
+        if want is None:
+            continue
+        want = normalise_text(want)
+        match = next((v for v in others if stage in v.files and
+                      normalise_text(read_text(other_bundle, v.files[stage]) or "") == want), None)
+        break
+    if match is None:
+        same_config = [v for v in others if all(v.metadata.get(key) == fixed.metadata.get(key)
+                                                for key in ("num_warps", "num_stages"))]
+        match = (same_config or others)[0]
+    return (va, match) if chosen_a else (match, vb)
 
 
 def text_diff(label: str, a_text: str | None, b_text: str | None, a_name: str, b_name: str,
@@ -244,8 +269,9 @@ def diffs_for(d: BundleDiff, e: KernelChange, context: int = 3) -> list[TextDiff
     e.diffs = []
     if pair is not None:
         ka, kb = pair
+        va, vb = _pair_variants(d, ka, kb)
         for stage in ("source", *DIFF_STAGES):
-            ta, tb = _stage_text(d.a, ka, stage), _stage_text(d.b, kb, stage)
+            ta, tb = _stage_text(d.a, ka, stage, va), _stage_text(d.b, kb, stage, vb)
             if stage != "source" and ta is None and tb is None:
                 continue
             e.diffs.append(text_diff(stage, ta, tb, ka.name, kb.name, context))
@@ -259,11 +285,11 @@ def _sum(values: list[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
-def _config(k: Kernel) -> dict[str, Any]:
-    v = _variant(k)
-    if v is None:
-        return {}
-    return {key: v.metadata[key] for key in ("num_warps", "num_stages") if key in v.metadata}
+def _config(va: TritonVariant | None, vb: TritonVariant | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def one(v):
+        return {key: v.metadata[key] for key in ("num_warps", "num_stages") if key in v.metadata} if v else {}
+
+    return one(va), one(vb)
 
 
 def _describe(d: BundleDiff, e: KernelChange) -> None:
@@ -305,8 +331,8 @@ def _describe(d: BundleDiff, e: KernelChange) -> None:
             if ta == tb:  # a change the rounding would hide
                 ta, tb = f"{int(va):,} B", f"{int(vb):,} B"
             e.changes.append(f"{label} {ta} -> {tb}")
-    if len(a) == 1 and len(b) == 1 and _config(ka) and _config(kb) and _config(ka) != _config(kb):
-        ca, cb = _config(ka), _config(kb)
+    ca, cb = _config(*_pair_variants(d, ka, kb))
+    if len(a) == 1 and len(b) == 1 and ca and cb and ca != cb:
         e.changes.append("config " + ", ".join(f"{key} {ca.get(key)} -> {cb.get(key)}" for key in ca
                                                if ca.get(key) != cb.get(key)))
     texts = diffs_for(d, e)
