@@ -88,6 +88,15 @@ s)
     echo "---- bench $f rc=$?"; grep -i -E -A3 "cuda graph" "$OUT/skip_${f}_bench.txt" | head -14
   done
   ;;
+d)
+  echo "== preview failures, with their tracebacks (GPU hidden)"
+  CUDA_VISIBLE_DEVICES= timeout 120 $KS capture add_relu --preview sm_90 -o /tmp/dprev/add_relu -q 2>&1 | tail -1
+  tar -C /tmp/dprev -czf "$OUT/add_relu_preview.tgz" add_relu
+  CUDA_VISIBLE_DEVICES= timeout 200 $KS capture mlp_train --preview sm_90 -o /tmp/dprev/mlp_train -q 2>&1 | tail -2
+  grep -v "^    " /tmp/dprev/mlp_train/logs/stderr.txt | tail -25
+  CUDA_VISIBLE_DEVICES= timeout 300 $KS capture benchmarks/models/hf_gpt2.py::GPT2 --preview sm_90 -o /tmp/dprev/gpt2 -q 2>&1 | tail -2
+  grep -v "^    " /tmp/dprev/gpt2/logs/stderr.txt | tail -25
+  ;;
 q)
   echo "== preview (GPU hidden) of every sample vs the H200 fixtures, mlp_train probe, GPT-2 preview vs real"
   bash "$0" p

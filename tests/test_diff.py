@@ -112,6 +112,28 @@ def test_a_preview_keeping_every_autotune_candidate_compares_same_up_to_the_choi
     assert [(e.status, e.changes) for e in d.entries] == [(SAME, [])]
 
 
+def _ptx_with_debug_strings(*strings: str) -> str:
+    """A PTX tail in the form LLVM writes: .debug_info spells each string as `.b8` lines (the first
+    with a comment), ends it with `.b8 0`, after a length that follows the strings' sizes."""
+    body = [f".b32 {sum(len(x) + 1 for x in strings) + 11}                                // Length of Unit"]
+    for text in strings:
+        body += [f".b8 {ord(text[0])}                                 // DW_AT_name"]
+        body += [f".b8 {ord(c)}" for c in text[1:]] + [".b8 0"]
+    return "\t.section\t.debug_info\n\t{\n" + "\n".join(body) + "\n\t}\n\t.section\t.debug_macinfo\t{\t}\n"
+
+
+def test_ptx_debug_info_compiled_in_another_folder_compares_equal():
+    """PTX spells the folder it was compiled in as bytes in .debug_info (a preview's folder is not the
+    GPU box's): normalised, so only a real change (the kernel's name) makes two texts differ."""
+    here = _ptx_with_debug_strings("triton", "/tmp/torchinductor_alice/ab", "triton_poi_fused_add_relu_0")
+    there = _ptx_with_debug_strings("triton", "/tmp/torchinductor_bob/xyz1", "triton_poi_fused_add_relu_0")
+    renamed = _ptx_with_debug_strings("triton", "/tmp/torchinductor_bob/xyz1", "triton_poi_fused_add_relu_9")
+    assert here != there and normalise_text(here) == normalise_text(there)
+    assert normalise_text(renamed) != normalise_text(there)
+    real = normalise_text(next((GPU_FIXTURES / "add_relu").rglob("*.ptx")).read_text())
+    assert "// debug_info string: triton_poi_fused_add_relu_0" in real.splitlines()
+
+
 def test_a_changed_kernel_shows_its_stage_diffs(ref_bundles, tmp_path, capsys):
     copy = tmp_path / "changed"
     shutil.copytree(ref_bundles["add_relu"], copy)

@@ -116,9 +116,10 @@ def cudagraph_lines(rec: dict[str, Any]) -> list[str]:
     cg = rec.get("cudagraphs")
     if not cg:
         return []
-    out = ["CUDA graphs (reduce-overhead): the compiled call replays a recorded graph of its kernels"]
     comp = cg.get("compiled") or {}
     n = comp.get("graph_launches_per_call", 0)
+    out = ["CUDA graphs (reduce-overhead): " + ("the compiled call replays a recorded graph of its kernels" if n else
+                                                "the compiled call launches its kernels one by one, no graph")]
     if n:
         out.append(f"  CUDA graph: replayed {comp['replays']} times in {comp['calls']} profiled calls ({n:g} "
                    f"cudaGraphLaunch per call)")

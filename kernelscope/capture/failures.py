@@ -45,14 +45,20 @@ def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailur
             or "can't allocate memory" in lowered or "cannot allocate memory" in lowered:
         return CaptureFailure("oom", f"out of memory on {options.get('device')}: {first[:200]}; try smaller --args shapes")
     chain = [exc]
-    while chain[-1].__cause__ is not None and len(chain) < 8:
-        chain.append(chain[-1].__cause__)
+    while len(chain) < 8:  # Dynamo's BackendCompilerFailed keeps the backend's error as inner_exception
+        nxt = getattr(chain[-1], "inner_exception", None) or chain[-1].__cause__
+        if not isinstance(nxt, BaseException) or nxt in chain:
+            break
+        chain.append(nxt)
     if torch_hooks.is_graph_break(exc) and options.get("fullgraph"):
         return CaptureFailure("graph_break", f"graph break under --fullgraph: {_graph_break_line(text)}"
                               f"{user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph")
     if torch_hooks.from_inductor(exc):
         inner = chain[-1]
-        inner_text = str(inner).strip().split("\n")[0] or inner.__class__.__name__
+        lines = [x.strip() for x in str(inner).strip().split("\n") if x.strip()]
+        if len(lines) > 1 and lines[0].endswith("raised:"):  # "backend='inductor' raised:" then the error
+            lines = lines[1:]
+        inner_text = lines[0] if lines else inner.__class__.__name__
         return CaptureFailure("compile", f"torch.compile failed in Inductor: {inner.__class__.__name__}: {inner_text[:300]}")
     if torch_hooks.from_dynamo(exc):
         return CaptureFailure("compile", f"torch.compile failed in Dynamo: {name}: {first[:300]}{user_frame(exc, user_file)}")

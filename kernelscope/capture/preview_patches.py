@@ -36,6 +36,13 @@ Faked, and only inside ``preview_device()``:
     (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, select_sdp_backend, dense inputs) for the
     previewed arch (``sdp_choice``), then calls the chosen op as attention.cpp's composite does
     (``sdpa_composite``): the graph holds the same cuDNN / flash / efficient attention call as on the GPU.
+  torch._subclasses.fake_tensor.FakeTensorMode.avoid_device_init: True, as on a machine without CUDA
+    (it reads torch.cuda.is_available(), faked True): torch.tensor(...) lifted on the CPU, no constant
+    propagation onto the device; and torch._C._ensureCUDADeviceGuardSet() (a no-op CUDA device guard
+    where the build has a CUDA backend but no GPU: a CPU-only build has none, so Python indexing and
+    autograd of tensors on the faked device fail there, in one line).
+  torch.fx.experimental.proxy_tensor.CONSTANT_NUMEL_LIMIT: -1, so make_fx tracks no tensor as a
+    constant (it would compute a small constant's copy to the device for real).
 Inductor config (public flags): compile_threads=1 (workers would not see the fake), no static CUDA
 launcher, no FX graph / AOT autograd caches, backward lowered at compile time. The autotune cache
 stays as torch.compile sets it: its flags are written into each kernel's inductor_meta, and it
@@ -171,6 +178,7 @@ def preview_device(arch: str):
     import torch._inductor.config as inductor_config
     import torch._inductor.fx_passes.joint_graph as joint_graph
     import torch._subclasses.fake_tensor as fake_tensor
+    import torch.fx.experimental.proxy_tensor as proxy_tensor
     from triton.runtime import driver as triton_driver
 
     def get_props(device=None):
@@ -202,8 +210,15 @@ def preview_device(arch: str):
     original_fold = joint_graph.UniformValueConstantFolder.run
 
     def fold_on_cpu(self, *args, **kwargs):
-        with _ConstantsOnCpu():
-            return original_fold(self, *args, **kwargs)
+        # torch.tensor(..., device=cuda) in the graph builds its data below the dispatch modes unless
+        # "only lift CPU tensors" is on; then it builds on the CPU and copies (_to_copy, seen below).
+        lift = torch._C._only_lift_cpu_tensors()
+        torch._C._set_only_lift_cpu_tensors(True)
+        try:
+            with _ConstantsOnCpu():
+                return original_fold(self, *args, **kwargs)
+        finally:
+            torch._C._set_only_lift_cpu_tensors(lift)
 
     def lazy_init_on_cpu(input_device=None):
         return original_lazy_init(torch.device("cpu"))
@@ -236,6 +251,10 @@ def preview_device(arch: str):
         # constant-propagates a copy to the device, lifts torch.tensor(...) on the CPU, and installs a no-op
         # CUDA device guard (so .to("cuda") and autograd over fake CUDA tensors work on a CPU build).
         stack.enter_context(_avoiding_device_init(fake_tensor.FakeTensorMode))
+        # make_fx (AOT autograd's tracer) computes small constants (torch.tensor([...]) in the graph) for real
+        # as it traces, a copy to the device included; without a device that copy cannot run, so no tensor
+        # is tracked as a constant (Dynamo has already folded what Python code needed of their values).
+        stack.enter_context(mock.patch.object(proxy_tensor, "CONSTANT_NUMEL_LIMIT", -1))
         if hasattr(torch._C, "_ensureCUDADeviceGuardSet"):
             torch._C._ensureCUDADeviceGuardSet()  # what such a mode's __enter__ does; Dynamo's may not be entered
         # Dynamo's stream tracking asks torch.accelerator for the current stream, which a CUDA build with

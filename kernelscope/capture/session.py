@@ -16,6 +16,7 @@ import re
 import shutil
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,12 @@ def run(spec: CaptureSpec, work: Path, staging: Path, events: Events, t_spawn: f
             failure = exc
         except (Exception, SystemExit, KeyboardInterrupt) as exc:
             failure = classify(exc, spec.file, options)
+            failure.__cause__ = exc
+    if failure is not None and failure.__cause__ is not None:
+        # The whole traceback goes to the capture's own stderr (the bundle's logs/stderr.txt); the user
+        # sees one line.
+        print("kernelscope: the capture failed with:", file=sys.stderr)
+        traceback.print_exception(failure.__cause__, file=sys.stderr)
     if preview:
         failure = _check_preview(bundle, counter, failure)
     return _finish(spec, bundle, work, staging, events, counter, timings, failure, device)
@@ -285,14 +292,14 @@ def _compile_and_call(spec: CaptureSpec, bundle: Bundle, device, events, counter
             # that requires grad would still be wrapped for autograd, which aborts without CUDA.
             for p in fn.parameters():
                 p.requires_grad_(False)
-        if preview and options["grad_mode"] == "grad" and torch.is_grad_enabled() and not torch.backends.cuda.is_built():
+        if preview and options["grad_mode"] == "grad" and torch.is_grad_enabled():
             params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
             if any(isinstance(v, torch.Tensor) and v.requires_grad for v in [*inputs, *params]):
-                raise CaptureFailure("preview_refused", f"--preview cannot trace autograd on torch {torch.__version__}, a "
-                                     "CPU-only build (its autograd engine needs a CUDA device guard, and aborts): no "
-                                     "input or parameter may require grad; capture a forward-only function (or wrap the "
-                                     "call in torch.no_grad()) to preview its inference kernels, or preview with a CUDA "
-                                     "build of torch (no GPU needed)")
+                raise CaptureFailure("preview_refused", f"--preview cannot trace autograd (torch {torch.__version__}): the "
+                                     "autograd engine needs a real CUDA device (a CPU-only build aborts, a CUDA build "
+                                     "without a GPU fails); no input or parameter may require grad: capture a "
+                                     "forward-only function (or wrap the call in torch.no_grad()) to preview its "
+                                     "inference kernels")
         mode = opts.mode
         if preview:
             from kernelscope.capture.preview_patches import preview_backend

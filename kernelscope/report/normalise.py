@@ -25,8 +25,32 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_DEBUG_INFO = re.compile(r"^\t\.section\t\.debug_info\n\t\{\n(.*?)^\t\}$", re.S | re.M)
+_BYTE = re.compile(r"^\.b8 (\d+)\b")
+
+
+def _debug_info_strings(match: re.Match[str]) -> str:
+    """A PTX ``.debug_info`` section spells its strings (the producer, the source file and the folder it
+    was compiled in) as ``.b8`` byte lines, with lengths and offsets that follow the folder's length:
+    kept as its decoded strings, one per line, so that the folder's path can be normalised."""
+    strings, current = [], []
+    for line in match.group(1).split("\n"):
+        m = _BYTE.match(line)
+        byte = int(m.group(1)) if m else None
+        if byte is not None and 32 <= byte < 127:
+            current.append(chr(byte))
+            continue
+        if byte == 0 and len(current) >= 2:
+            strings.append("".join(current))
+        current = []
+    body = "".join(f"// debug_info string: {x}\n" for x in strings)
+    return f"\t.section\t.debug_info\n\t{{\n{body}\t}}"
+
+
 def normalise_text(text: str) -> str:
     """``text`` with run-specific paths, hashes and addresses replaced by placeholders."""
+    if "\t.section\t.debug_info" in text:
+        text = _DEBUG_INFO.sub(_debug_info_strings, text)
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     return text
