@@ -97,6 +97,13 @@ d)
   CUDA_VISIBLE_DEVICES= timeout 300 $KS capture benchmarks/models/hf_gpt2.py::GPT2 --preview sm_90 -o /tmp/dprev/gpt2 -q 2>&1 | tail -2
   grep -v "^    " /tmp/dprev/gpt2/logs/stderr.txt | tail -25
   ;;
+e)
+  echo "== tiny_gpt preview vs real: the stage lines that differ; GPT-2 preview's traceback"
+  CUDA_VISIBLE_DEVICES= timeout 200 $KS capture tiny_gpt --preview sm_90 -o /tmp/eprev/tiny_gpt -q 2>&1 | tail -1
+  $KS diff /tmp/eprev/tiny_gpt tests/fixtures/gpu/tiny_gpt --stages 2>&1 | grep -E "^CHANGED|^    [-+][^-+]" | head -20
+  CUDA_VISIBLE_DEVICES= timeout 300 $KS capture benchmarks/models/hf_gpt2.py::GPT2 --preview sm_90 -o /tmp/eprev/gpt2 -q 2>&1 | tail -1
+  grep -E "^  File|Error|While executing" /tmp/eprev/gpt2/logs/stderr.txt | grep -v "_dynamo/\(symbolic_convert\|variables\)" | tail -40
+  ;;
 q)
   echo "== preview (GPU hidden) of every sample vs the H200 fixtures, mlp_train probe, GPT-2 preview vs real"
   bash "$0" p

@@ -203,3 +203,20 @@ def test_changed_entry_texts_are_cached(ref_bundles):
     d = diff_bundles(read_bundle(ref_bundles["linear_relu"]), read_bundle(ref_bundles["linear_relu_autotune"]))
     e = d.of(REPLACED)[0]
     assert diffs_for(d, e) is diffs_for(d, e)
+
+
+def test_device_assert_strings_in_ptx_and_llir_ignore_the_folder():
+    """A device assert (an embedding's index bound) puts the Inductor file's path into the PTX as a byte
+    array and into the LLVM IR as a string whose length follows the path: normalised on both."""
+    def ptx(path):
+        data = ", ".join(str(ord(c)) for c in path) + ", 0"
+        return f".global .align 1 .b8 assertFile_0[{len(path) + 1}] = {{{data}}};\n"
+
+    def llir(path):
+        return f'@assertFile_0 = internal constant [{len(path) + 1} x i8] c"{path}\\00"\n'
+
+    a = "/tmp/kernelscope-work-p1578-_hkdcw0q/inductor/4q/c4q5" + "a" * 47 + ".py"
+    b = "/tmp/kernelscope-work-p27-86pf9_6n/inductor/4q/c4q5" + "b" * 47 + ".py"
+    assert normalise_text(ptx(a)) == normalise_text(ptx(b)) and normalise_text(llir(a)) == normalise_text(llir(b))
+    message = ".global .align 1 .b8 assertMessage_0[7] = {105, 110, 100, 101, 120, 33, 0};"
+    assert normalise_text(message) == '.global .align 1 .b8 assertMessage_0[<n>] = "index!";'

@@ -9,6 +9,13 @@ import pytest
 from kernelscope.bundle.io import read_bundle
 from tests.conftest import GPU_FIXTURES, PREVIEW_ARCHES, PREVIEW_SAMPLES, kernelscope_cmd
 
+
+def _checked_or_skip() -> None:
+    from kernelscope.capture import preview_patches
+
+    if not preview_patches.torch_checked():
+        pytest.skip(f"--preview was checked against torch {', '.join(preview_patches.CHECKED_TORCH)}")
+
 # torch 2.13's names (the H200 fixture, torch 2.11, names softmax's kernel
 # triton_per_fused__softmax_exp_prepare_softmax_online_sub_0).
 EXPECTED = {"add_relu": ["triton_poi_fused_add_relu_0"],
@@ -116,6 +123,24 @@ def test_diff_preview_against_the_h200_capture(preview_sm90):
     assert "PREVIEW sm_90" in proc.stdout.splitlines()[1]
     assert "0 replaced" in proc.stdout and "0 added, 0 removed" in proc.stdout
     assert "triton_poi_fused_add_relu_0" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, kernels, note", [
+    ("constant_tensor", ["triton_poi_fused__to_copy_mul_0"], None),
+    ("unaligned_mm", ["extern_kernels.mm", "triton_poi_fused_relu_0"], "left 1 such matmul unpadded"),
+])
+def test_preview_of_graph_constants_and_benchmarked_padding(tmp_path, name, kernels, note):
+    """A constant tensor in the graph is never copied to the absent device; a padding decision Inductor
+    would benchmark is answered "no pad" and said so in the bundle's notes."""
+    _checked_or_skip()
+    out = tmp_path / name
+    proc = kernelscope_cmd("capture", f"tests/fixtures/targets/preview_edges.py::{name}", "--preview", "sm_90",
+                           "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    b = read_bundle(out)
+    assert [k.name for k in b.kernels] == kernels
+    assert (note is None) or any(note in n for n in b.notes), b.notes
 
 
 def test_preview_of_a_training_step_is_refused_in_one_line(tmp_path):

@@ -43,6 +43,9 @@ Faked, and only inside ``preview_device()``:
     autograd of tensors on the faked device fail there, in one line).
   torch.fx.experimental.proxy_tensor.CONSTANT_NUMEL_LIMIT: -1, so make_fx tracks no tensor as a
     constant (it would compute a small constant's copy to the device for real).
+  torch._inductor.fx_passes.pad_mm.get_cached_should_pad: whether to pad a compute-bound matmul is
+    decided by benchmarking it on the GPU; the preview cannot, answers "no pad" (what a GPU decides
+    when padding is not faster) and counts the decisions (``UNBENCHMARKED``) for the bundle's notes.
 Inductor config (public flags): compile_threads=1 (workers would not see the fake), no static CUDA
 launcher, no FX graph / AOT autograd caches, backward lowered at compile time. The autotune cache
 stays as torch.compile sets it: its flags are written into each kernel's inductor_meta, and it
@@ -179,6 +182,7 @@ def preview_device(arch: str):
     import torch._inductor.fx_passes.joint_graph as joint_graph
     import torch._subclasses.fake_tensor as fake_tensor
     import torch.fx.experimental.proxy_tensor as proxy_tensor
+    from torch._inductor.fx_passes import pad_mm
     from triton.runtime import driver as triton_driver
 
     def get_props(device=None):
@@ -255,6 +259,8 @@ def preview_device(arch: str):
         # as it traces, a copy to the device included; without a device that copy cannot run, so no tensor
         # is tracked as a constant (Dynamo has already folded what Python code needed of their values).
         stack.enter_context(mock.patch.object(proxy_tensor, "CONSTANT_NUMEL_LIMIT", -1))
+        if hasattr(pad_mm, "get_cached_should_pad"):
+            stack.enter_context(mock.patch.object(pad_mm, "get_cached_should_pad", _no_pad))
         if hasattr(torch._C, "_ensureCUDADeviceGuardSet"):
             torch._C._ensureCUDADeviceGuardSet()  # what such a mode's __enter__ does; Dynamo's may not be entered
         # Dynamo's stream tracking asks torch.accelerator for the current stream, which a CUDA build with
@@ -419,6 +425,14 @@ class _ConstantsOnCpu(torch.utils._python_dispatch.TorchDispatchMode):
         if func is torch.ops.prims.device_put.default:
             args = (args[0], _on_cpu(args[1]), *args[2:])
         return func(*args, **kwargs)
+
+
+UNBENCHMARKED: list[str] = []  # pad_mm decisions the preview answered without benchmarking
+
+
+def _no_pad(key: str) -> bool:
+    UNBENCHMARKED.append(key)
+    return False
 
 
 def _avoiding_device_init(mode_cls):

@@ -231,6 +231,11 @@ def _check_preview(bundle: Bundle, counter: _OutputCodeCounter, failure: Capture
     bundle.notes.append(f"PREVIEW for {bundle.options['preview']} ({spec.name}): generated on a machine without "
                         "that GPU (CUDA faked, FakeTensor inputs); nothing was run: no timings, and where Inductor "
                         "autotunes, every candidate config is kept and none is chosen")
+    if pp.UNBENCHMARKED:
+        n = len(pp.UNBENCHMARKED)
+        bundle.notes.append(f"Inductor decides by benchmarking whether padding makes a matmul faster (pad_mm); "
+                            f"the preview cannot benchmark and left {n} such matmul{'s' if n != 1 else ''} unpadded, "
+                            "as a GPU does when padding does not pay")
     if failure is not None and failure.kind not in ("compile", "cuda", "internal", "user"):
         return failure
     message = failure.message if failure is not None else None

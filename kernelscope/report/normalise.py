@@ -47,10 +47,28 @@ def _debug_info_strings(match: re.Match[str]) -> str:
     return f"\t.section\t.debug_info\n\t{{\n{body}\t}}"
 
 
+# PTX global byte arrays (a device assert's file name): `.b8 assertFile_0[105] = {47, 116, ...};`
+_PTX_BYTES = re.compile(r"(\.b8 \w+)\[\d+\] = \{([\d, ]+)\}")
+# LLVM IR string constants: `[105 x i8] c"/tmp/.../x.py\00"` (the length follows the path's)
+_LLVM_STRING = re.compile(r"\[\d+ x i8\] c\"")
+
+
+def _ptx_string(match: re.Match[str]) -> str:
+    values = [int(x) for x in match.group(2).replace(" ", "").split(",") if x]
+    if values and values[-1] == 0:
+        values = values[:-1]
+    if not values or not all(32 <= v < 127 for v in values):
+        return match.group(0)
+    return f'{match.group(1)}[<n>] = "{"".join(map(chr, values))}"'
+
+
 def normalise_text(text: str) -> str:
     """``text`` with run-specific paths, hashes and addresses replaced by placeholders."""
     if "\t.section\t.debug_info" in text:
         text = _DEBUG_INFO.sub(_debug_info_strings, text)
+    if ".b8 " in text:
+        text = _PTX_BYTES.sub(_ptx_string, text)
+    text = _LLVM_STRING.sub('[<n> x i8] c"', text)
     for pattern, repl in _RULES:
         text = pattern.sub(repl, text)
     return text
