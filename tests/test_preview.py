@@ -150,3 +150,24 @@ def test_preview_of_a_training_step_is_refused_in_one_line(tmp_path):
     assert proc.returncode == 2
     assert "cannot trace autograd" in proc.stderr and proc.stderr.strip().count("\n") == 0
     assert not (tmp_path / "b").exists()
+
+
+def test_the_preview_sdpa_converts_a_boolean_mask_as_torchs_own_composite():
+    """The preview's SDPA composite (it picks the CUDA backend itself) turns a boolean mask into an
+    additive one with the same traced ops as torch's C++ composite of this version (traced here on
+    the CPU, where both take their math / CPU-flash path after the conversion)."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from kernelscope.capture.preview_patches import GPUS, sdpa_composite
+
+    q, mask = torch.randn(1, 2, 8, 16), torch.ones(8, 8, dtype=torch.bool).tril()
+
+    def first_ops(fn):
+        code = make_fx(fn)(q, mask).code
+        return [line.strip().split(" = ")[1] for line in code.splitlines() if " = torch.ops.aten." in line][:3]
+
+    ours = first_ops(lambda q, m: sdpa_composite(GPUS["sm_90"], q, q, q, m))
+    torchs = first_ops(lambda q, m: torch.ops.aten.scaled_dot_product_attention(q, q, q, m))
+    assert ours == torchs
+    assert "where" in ours[2]

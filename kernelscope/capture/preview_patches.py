@@ -376,11 +376,11 @@ def sdpa_composite(spec: GpuSpec, query, key, value, attn_mask=None, dropout_p=0
                          enable_gqa=enable_gqa) if query.device.type == "cuda" else MATH
     mask = attn_mask
     if mask is not None and mask.dtype == torch.bool:
-        if backend == CUDNN:
-            mask = aten.where(mask.logical_not(), -65504.0, aten.scalar_tensor(0.0, dtype=query.dtype))
-        else:
-            mask = aten.where(mask.logical_not(), -math.inf,
-                              aten.scalar_tensor(0.0, dtype=query.dtype, device=mask.device))
+        # convert_boolean_attn_mask(_cudnn): where(mask, 0, -inf) (cuDNN: -65504), its operands built
+        # in the order C++ evaluates them (the last first), so that the traced nodes are the same.
+        neg = aten.scalar_tensor(-65504.0 if backend == CUDNN else -math.inf, dtype=query.dtype, device=mask.device)
+        zero = aten.scalar_tensor(0.0, dtype=query.dtype, layout=torch.strided, device=mask.device)
+        mask = aten.where(mask, zero, neg)
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
     if backend == CUDNN:
         return aten._scaled_dot_product_cudnn_attention(query, key, value, mask, grad, dropout_p, is_causal, False,
