@@ -107,8 +107,19 @@ def test_a_preview_keeping_every_autotune_candidate_compares_same_up_to_the_choi
     for v in variants:
         v["chosen"] = False
     variants.reverse()
+    manifest["environment"]["preview"] = {"arch": "sm_90", "device_name": "NVIDIA H100 80GB HBM3", "checked": True}
     (copy / "bundle.json").write_text(json.dumps(manifest))
-    d = diff_bundles(read_bundle(copy), read_bundle(GPU_FIXTURES / "add_relu"))
+    # The real run also kept its autotune result (best_config) beside the chosen variant; a preview has none.
+    real = tmp_path / "real"
+    shutil.copytree(GPU_FIXTURES / "add_relu", real)
+    manifest = json.loads((real / "bundle.json").read_text())
+    chosen = manifest["kernels"][0]["triton"][0]
+    (real / "chosen.best_config").write_text('{"XBLOCK": 512, "num_warps": 8, "num_stages": 1}')
+    chosen["files"]["best_config"] = "chosen.best_config"
+    (real / "bundle.json").write_text(json.dumps(manifest))
+    preview = read_bundle(copy)
+    assert preview.preview and "best_config" in read_bundle(real).kernels[0].triton[0].files
+    d = diff_bundles(preview, read_bundle(real))
     assert [(e.status, e.changes) for e in d.entries] == [(SAME, [])]
 
 

@@ -271,6 +271,8 @@ def diffs_for(d: BundleDiff, e: KernelChange, context: int = 3) -> list[TextDiff
         ka, kb = pair
         va, vb = _pair_variants(d, ka, kb)
         for stage in ("source", *DIFF_STAGES):
+            if stage == "best_config" and (d.a.preview or d.b.preview):
+                continue  # the autotune result: a preview chose nothing, so it has none to compare
             ta, tb = _stage_text(d.a, ka, stage, va), _stage_text(d.b, kb, stage, vb)
             if stage != "source" and ta is None and tb is None:
                 continue
