@@ -80,8 +80,11 @@ class ExplorerScreen(Screen):
     def active_bindings(self):
         return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
 
-    # The selection, (graph, kernel): every pane shows it (see watch_selection).
-    selection: reactive[tuple[Graph | None, Kernel | None]] = reactive((None, None), always_update=True, init=False)
+    # The selection, (graph, kernel): every pane shows it (see watch_selection). No repaint of its own:
+    # a repaint of the screen recomposites every cell of it (a full update) on each key; the panes
+    # that change refresh themselves.
+    selection: reactive[tuple[Graph | None, Kernel | None]] = reactive((None, None), always_update=True, init=False,
+                                                                       repaint=False)
 
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()

@@ -124,6 +124,7 @@ class CodeView(ScrollView, can_focus=True):
         self.query_text = ""
         self.follow_hint = follow_hint
         self._strips: LRUCache[tuple, Strip] = LRUCache(2048)
+        self._styles: tuple | None = None  # (key, styles) of _line_styles: the view's styles, looked up once
         self._gutter_width = self._gutter_for(self.doc)  # rendered before any set_document too
         self._pending_center = False
 
@@ -204,14 +205,19 @@ class CodeView(ScrollView, can_focus=True):
         self.refresh()
 
     def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:
-        """Mark lines (0-based); with ``jump`` the cursor moves to the first one."""
+        """Mark lines (0-based); with ``jump`` the cursor moves to the first one.
+
+        Rendered lines are cached per mark state, so the lines whose mark did not change are not drawn
+        again: moving between kernels redraws only what moved into view or changed its mark."""
         n = len(self.doc)
-        self._mark_list = sorted({i for i in indices if 0 <= i < n})
-        self.marks = frozenset(self._mark_list)
-        self._strips.clear()
+        mark_list = sorted({i for i in indices if 0 <= i < n})
+        marks = frozenset(mark_list)
+        changed = marks != self.marks
+        self._mark_list, self.marks = mark_list, marks
         if jump and self._mark_list and not self.placeholder:
             self.move_cursor(self._mark_list[0], center=True)
-        self.refresh()
+        if changed:
+            self.refresh()
 
     # -- cursor and scrolling --------------------------------------------------------------------
     def move_cursor(self, index: int, *, center: bool = False) -> None:
@@ -317,54 +323,96 @@ class CodeView(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._strips.clear()
+        self._styles = None
 
     def rehighlight(self) -> None:
         """Drop rendered lines (e.g. once lexers may be built after the first frame) and redraw."""
         self._strips.clear()
         self.refresh()
 
+    def _line_styles(self, dark: bool) -> dict[str, Style]:
+        """The view's styles (base, gutter, mark, cursor ...), looked up once per theme and focus state,
+        not once per line drawn (each lookup walks the CSS)."""
+        key = (dark, self.has_focus, self.app.theme)
+        if self._styles is None or self._styles[0] != key:
+            styles = {name: self.get_component_rich_style(f"code-view--{name}")
+                      for name in ("gutter", "cursor", "mark", "match", "placeholder")}
+            styles["base"] = self.rich_style
+            self._styles = (key, styles)
+        return self._styles[1]
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
-        if index >= len(self.doc):
-            return Strip.blank(width, base)
         dark = self.app.current_theme.dark
-        key = (index, scroll_x, width, index == self.cursor, self.has_focus, dark)
+        styles = self._line_styles(dark)
+        if index >= len(self.doc):
+            return Strip.blank(width, styles["base"])
+        marked = index in self.marks
+        key = (index, scroll_x, width, marked, index == self.cursor, self.has_focus, dark)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._render_index(index, scroll_x, width, base, dark)
+            strip = self._render_index(index, scroll_x, width, styles, dark, marked).apply_offsets(scroll_x, index)
             self._strips[key] = strip
-        return strip.apply_offsets(scroll_x, index)
+        return strip
 
-    def _render_index(self, index: int, scroll_x: int, width: int, base: Style, dark: bool) -> Strip:
+    def _render_index(self, index: int, scroll_x: int, width: int, styles: dict[str, Style], dark: bool,
+                      marked: bool) -> Strip:
+        base = styles["base"]
         if self.placeholder:
-            style = base + self.get_component_rich_style("code-view--placeholder")
+            style = base + styles["placeholder"]
             text = Text(" " + self.doc.lines[index], style=style, no_wrap=True, end="")
             return Strip(text.render(self.app.console)).crop_extend(0, width, base)
-        marked = index in self.marks
         line_style = base
         if marked:
-            line_style = line_style + self.get_component_rich_style("code-view--mark")
+            line_style = line_style + styles["mark"]
         if index == self.cursor:
-            line_style = line_style + self.get_component_rich_style("code-view--cursor")
-        gutter_style = base + self.get_component_rich_style("code-view--gutter")
+            line_style = line_style + styles["cursor"]
+        gutter_style = base + styles["gutter"]
         if marked or index == self.cursor:
             gutter_style = gutter_style + Style(bold=True)
         label = self.labels(index) if self.labels else str(index + 1)
         glyph = MARK_GLYPH if marked else ("›" if index == self.cursor and self.has_focus else " ")
         gutter = f"{glyph}{label.rjust(self._gutter_width - 4)} │ "  # rjust: a width <= 0 pads nothing
+        content_width = max(0, width - self._gutter_width)
+        tokens = self.doc.tokens(index)
+        if len(gutter) == self._gutter_width and not (self.query_text and self.doc.match_spans(index, self.query_text)):
+            body = _cropped(tokens, scroll_x, content_width, line_style, dark)
+            if body is not None:
+                return Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style), *body],
+                             self._gutter_width + content_width)
         gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
-
         content = Text(style=line_style, no_wrap=True, end="")
-        for ttype, value in self.doc.tokens(index):
+        for ttype, value in tokens:
             # Not lexed yet: the view's colour, so a first frame needs no Pygments style (rich.syntax).
             content.append(value, None if ttype is None else token_style(ttype, dark))
         if self.query_text:
-            match_style = self.get_component_rich_style("code-view--match")
             for a, b in self.doc.match_spans(index, self.query_text):
-                content.stylize(match_style, a, b)
-        content_width = max(0, width - self._gutter_width)
+                content.stylize(styles["match"], a, b)
         body = Strip(content.render(self.app.console)).crop_extend(scroll_x, scroll_x + content_width, line_style)
         return Strip.join([gutter_strip.crop_extend(0, self._gutter_width, gutter_style), body])
+
+
+def _cropped(tokens, start: int, width: int, line_style: Style, dark: bool) -> list[Segment] | None:
+    """The segments of one line's tokens from cell ``start``, ``width`` cells, padded: what rendering a Text
+    of them and cropping the Strip gives (segment for segment), in a third of the time. None when a
+    character is not one cell wide (not printable ASCII): then that longer way is taken."""
+    if width <= 0:
+        return None
+    out: list[Segment] = []
+    end, pos = start + width, 0
+    for ttype, value in tokens:
+        if not (value.isascii() and value.isprintable()):
+            return None
+        a, pos = pos, pos + len(value)
+        if pos <= start or a >= end:
+            continue
+        piece = value[max(start - a, 0):min(end, pos) - a]
+        out.append(Segment(piece, line_style if ttype is None else line_style + token_style(ttype, dark)))
+    if pos == 0 and start == 0:
+        out.append(Segment(""))  # an empty line renders as one empty, unstyled segment
+    pad = width - max(0, min(pos, end) - start)
+    if pad > 0:
+        out.append(Segment(" " * pad, line_style))
+    return out

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.ui.xref import KIND_TAGS
@@ -147,8 +147,32 @@ class KernelTable(DataTable):
 
     def _refresh_marks(self, ids: set[str]) -> None:
         for kid in ids:
-            if kid in self.kernels:
+            if kid in self.kernels and not self._set_mark_cell(kid):
                 self.update_cell(kid, "mark", self._mark(kid))
+
+    def _set_mark_cell(self, kid: str) -> bool:
+        """Put a row's mark in place, re-rendering that row only (False: do it with update_cell).
+
+        DataTable.update_cell bumps a counter that every cached cell and row is keyed on, so moving the
+        selection (two marks) re-rendered every visible row of the table on each key. The mark column
+        has a fixed width of 1: the new value needs only the caches of its own row dropped. Textual's
+        private DataTable caches, checked on 8.2.8; without them this falls back to update_cell."""
+        try:
+            data, cells, rows = self._data, self._cell_render_cache, self._row_render_cache
+            renderables, lines = self._row_renderable_cache, self._line_cache
+        except AttributeError:
+            return False
+        row = RowKey(kid)
+        if row not in data:
+            return False
+        data[row][ColumnKey("mark")] = self._mark(kid)
+        index = self.get_row_index(row)
+        for cache, at, value in ((cells, 0, row), (rows, 0, row), (renderables, 1, index)):
+            for key in [key for key in cache.keys() if key[at] == value]:
+                cache.discard(key)
+        lines.clear()  # keyed by screen line: cheap to rebuild from the cached rows
+        self.refresh_row(index)
+        return True
 
     def select_kernel(self, kernel_id: str) -> None:
         """Move the cursor to a kernel (which posts Selected)."""
