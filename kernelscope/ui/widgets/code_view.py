@@ -212,12 +212,18 @@ class CodeView(ScrollView, can_focus=True):
         n = len(self.doc)
         mark_list = sorted({i for i in indices if 0 <= i < n})
         marks = frozenset(mark_list)
-        changed = marks != self.marks
+        changed = marks ^ self.marks
         self._mark_list, self.marks = mark_list, marks
         if jump and self._mark_list and not self.placeholder:
             self.move_cursor(self._mark_list[0], center=True)
-        if changed:
-            self.refresh()
+        self._refresh_lines(changed)
+
+    def _refresh_lines(self, indices: Iterable[int]) -> None:
+        """Repaint these lines (0-based, in the text) where they are on screen; a scroll repaints all."""
+        top, height = int(self.scroll_offset.y), self.size.height
+        for i in indices:
+            if top <= i < top + height:
+                self.refresh_line(i)
 
     # -- cursor and scrolling --------------------------------------------------------------------
     def move_cursor(self, index: int, *, center: bool = False) -> None:
@@ -241,7 +247,7 @@ class CodeView(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
         elif self.cursor >= top + height:
             self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
-        self.refresh()  # strips are cached per (line, is-cursor), so only two lines re-render
+        self._refresh_lines({before, self.cursor})  # a scroll above repainted every line already
 
     def action_cursor(self, delta: int) -> None:
         self.move_cursor(self.cursor + delta)
