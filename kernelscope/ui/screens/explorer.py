@@ -132,6 +132,10 @@ class ExplorerScreen(Screen):
         if first is not None:
             table.select_kernel(first.id)
         self.set_focus(table)  # now, not a message later: the footer's keys and the first frame follow it
+        # The list's cursor selects its kernel as it moves, in the same frame: the Selected message the
+        # table posts comes after the frame that drew the moved cursor, and the panes would redraw in a
+        # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
+        self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
         await self.mount(KeyFooter())
 
     def on_resize(self) -> None:
@@ -219,6 +223,11 @@ class ExplorerScreen(Screen):
     def watch_selection(self, selection: tuple[Graph | None, Kernel | None]) -> None:
         for cls in PANES:
             self.pane(cls.pane_id).show_selection(*selection)
+
+    def _table_cursor(self) -> None:
+        graph, kernel = self.query_one(KernelTable).current()
+        if graph is not None and (graph, kernel) != (self.graph, self.kernel):
+            self.select(graph, kernel)
 
     @on(KernelTable.Selected)
     def _table_selected(self, event: KernelTable.Selected) -> None:
