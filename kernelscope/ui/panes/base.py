@@ -83,7 +83,7 @@ class Pane(Vertical):
         if text == self.border_subtitle_text:
             return
         self.border_subtitle_text = text
-        height, width = self.size.height, self.size.width
+        width, height = self.outer_size  # the border is outside the content area
         if not (self.is_mounted and height and hasattr(self, "_border_subtitle")):
             self.border_subtitle = Content(text)
             return
