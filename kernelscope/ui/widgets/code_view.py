@@ -400,6 +400,18 @@ class CodeView(ScrollView, can_focus=True):
         return Strip.join([gutter_strip.crop_extend(0, self._gutter_width, gutter_style), body])
 
 
+@lru_cache(maxsize=1)
+def _single_cell_chars() -> frozenset[str]:
+    """Printable characters one cell wide, as rich measures them: ASCII, Latin-1, Greek, Cyrillic,
+    punctuation (… ·), arrows, maths (≤ ×), box drawing and blocks (─ │ █ ▶), the text of the Info pane."""
+    from rich.cells import get_character_cell_size
+
+    ranges = ((0x20, 0x7E), (0xA0, 0x2FF), (0x370, 0x482), (0x2010, 0x2027), (0x2030, 0x205E), (0x2190, 0x22FF),
+              (0x2500, 0x25FF))
+    chars = (chr(c) for a, b in ranges for c in range(a, b + 1))
+    return frozenset(c for c in chars if c.isprintable() and get_character_cell_size(c) == 1)
+
+
 def _cropped(tokens, start: int, width: int, line_style: Style, dark: bool) -> list[Segment] | None:
     """The segments of one line's tokens from cell ``start``, ``width`` cells, padded: what rendering a Text
     of them and cropping the Strip gives (segment for segment), in a third of the time. None when a
@@ -408,8 +420,9 @@ def _cropped(tokens, start: int, width: int, line_style: Style, dark: bool) -> l
         return None
     out: list[Segment] = []
     end, pos = start + width, 0
+    single = _single_cell_chars()
     for ttype, value in tokens:
-        if not (value.isascii() and value.isprintable()):
+        if not (value.isascii() and value.isprintable()) and not single.issuperset(value):
             return None
         a, pos = pos, pos + len(value)
         if pos <= start or a >= end:

@@ -165,10 +165,13 @@ class KernelTable(DataTable):
         row = RowKey(kid)
         if row not in data:
             return False
-        data[row][ColumnKey("mark")] = self._mark(kid)
+        mark = ColumnKey("mark")
+        data[row][mark] = self._mark(kid)
         index = self.get_row_index(row)
-        for cache, at, value in ((cells, 0, row), (rows, 0, row), (renderables, 1, index)):
-            for key in [key for key in cache.keys() if key[at] == value]:
+        # Cells are keyed (row, column, ...), rows (row, ...), a row's renderables (count, index).
+        for cache, wanted in ((cells, lambda k: k[0] == row and k[1] == mark), (rows, lambda k: k[0] == row),
+                              (renderables, lambda k: k[1] == index)):
+            for key in [key for key in cache.keys() if wanted(key)]:
                 cache.discard(key)
         lines.clear()  # keyed by screen line: cheap to rebuild from the cached rows
         self.refresh_row(index)
