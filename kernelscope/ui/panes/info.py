@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.cache import LRUCache
 
 from kernelscope.ui.panes.base import Pane
 from kernelscope.ui.summary import capture_info, kernel_info
+from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 
 
@@ -16,6 +18,7 @@ class InfoPane(Pane):
         super().__init__(**kwargs)
         self._capture: str | None = None  # the capture's part: the same for every kernel, built once
         self._shown: str | None = None  # the kernel shown (its id)
+        self._docs: LRUCache[str, TextDoc] = LRUCache(64)  # kernel id -> its text: shown again, drawn from cache
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="info")
@@ -25,7 +28,10 @@ class InfoPane(Pane):
         if shown == self._shown:
             return
         self._shown = shown
-        bundle = self.explorer.bundle
-        if self._capture is None:
-            self._capture = capture_info(bundle)
-        self.query_one(CodeView).set_text(kernel_info(bundle, kernel) + self._capture)
+        doc = self._docs.get(shown)
+        if doc is None:
+            bundle = self.explorer.bundle
+            if self._capture is None:
+                self._capture = capture_info(bundle)
+            doc = self._docs[shown] = TextDoc(kernel_info(bundle, kernel) + self._capture)
+        self.query_one(CodeView).set_document(doc)

@@ -17,8 +17,9 @@ class KernelPane(Pane):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._loaded: tuple | None = None
-        # Kernel id -> its source as a TextDoc, lexed once: stepping back to a kernel lexes nothing.
-        self._docs: LRUCache[str, TextDoc] = LRUCache(64)
+        # (source file, language) -> the source as a TextDoc, lexed once: a kernel shown again, or another
+        # launch site of the same source (a model's layers share kernels), lexes and draws from cache.
+        self._docs: LRUCache[tuple, TextDoc] = LRUCache(64)
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="kernel")
@@ -39,9 +40,9 @@ class KernelPane(Pane):
                 f"so there is no generated source.\n\n    {k.call_text}\n\n"
                 f"Its launch is line {k.call_line} of the output code (press o).")
         else:
-            doc = self._docs.get(k.id)
+            doc = self._docs.get((k.source, k.lang))
             if doc is None:
-                doc = self._docs[k.id] = TextDoc(self.explorer.index.text(k.source), kernel_lexer(k.lang))
+                doc = self._docs[k.source, k.lang] = TextDoc(self.explorer.index.text(k.source), kernel_lexer(k.lang))
             view.set_document(doc)
         facts = [k.kind]
         chosen = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)

@@ -124,6 +124,10 @@ class CodeView(ScrollView, can_focus=True):
         self.query_text = ""
         self.follow_hint = follow_hint
         self._strips: LRUCache[tuple, Strip] = LRUCache(2048)
+        # The drawn lines of the last few documents shown, so a document shown again (the kernel pane
+        # going back to a kernel) draws from its cache: id(doc) -> (doc, labels, gutter, strips).
+        self._doc_strips: LRUCache[int, tuple] = LRUCache(8)
+        self._placeholders: LRUCache[str, TextDoc] = LRUCache(64)
         self._styles: tuple | None = None  # (key, styles) of _line_styles: the view's styles, looked up once
         self._gutter_width = self._gutter_for(self.doc)  # rendered before any set_document too
         self._pending_center = False
@@ -147,7 +151,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def set_placeholder(self, message: str) -> None:
         """Show a note instead of a text (e.g. 'this bundle has no ...'), wrapped to the view's width."""
-        self.doc = TextDoc(self._wrap(message))
+        self.doc = self._placeholder_doc(message)
         self.raw_text = None
         self.labels = None
         self.placeholder = message
@@ -156,6 +160,14 @@ class CodeView(ScrollView, can_focus=True):
         self.cursor = 0
         self._relayout()
         self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def _placeholder_doc(self, message: str) -> TextDoc:
+        """The note as a document, the same one for the same note at the same width (drawn from cache)."""
+        text = self._wrap(message)
+        doc = self._placeholders.get(text)
+        if doc is None:
+            doc = self._placeholders[text] = TextDoc(text)
+        return doc
 
     def _wrap(self, message: str) -> str:
         width = max(20, (self.scrollable_content_region.width or 80) - 3)
@@ -166,7 +178,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         if self.placeholder:
-            self.doc = TextDoc(self._wrap(self.placeholder))
+            self.doc = self._placeholder_doc(self.placeholder)
             self._relayout()
         elif self._pending_center and self.scrollable_content_region.height:
             self._pending_center = False
@@ -190,7 +202,7 @@ class CodeView(ScrollView, can_focus=True):
     def _relayout(self) -> None:
         n = len(self.doc)
         self._gutter_width = self._gutter_for(self.doc)
-        self._strips.clear()
+        self._strips = self._strips_for_doc()
         size = Size(self._gutter_width + self.doc.width + 1, n)
         if self.is_mounted and self.size.area and hasattr(self, "_scroll_update"):
             # A new text in a view of the same size needs its scrollbars updated, not a layout of the
@@ -203,6 +215,19 @@ class CodeView(ScrollView, can_focus=True):
         else:
             self.virtual_size = size
         self.refresh()
+
+    def _strips_for_doc(self) -> LRUCache[tuple, Strip]:
+        doc, labels, gutter = self.doc, self.labels, self._gutter_width
+        entry = self._doc_strips.get(id(doc))
+        if entry is None or entry[0] is not doc or entry[1] is not labels or entry[2] != gutter:
+            entry = (doc, labels, gutter, LRUCache(2048))
+            self._doc_strips[id(doc)] = entry
+        return entry[3]
+
+    def _drop_strips(self) -> None:
+        """Forget every drawn line (styles, focus or the search changed)."""
+        self._doc_strips.clear()
+        self._strips.clear()
 
     def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:
         """Mark lines (0-based); with ``jump`` the cursor moves to the first one.
@@ -276,11 +301,11 @@ class CodeView(ScrollView, can_focus=True):
             self.action_activate()
 
     def on_focus(self) -> None:
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
 
     def on_blur(self) -> None:
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
 
     # -- marks, search, copy ---------------------------------------------------------------------
@@ -302,7 +327,7 @@ class CodeView(ScrollView, can_focus=True):
     def search(self, query: str, *, forward: bool = True, skip_current: bool = False) -> int | None:
         """Move the cursor to the next line holding ``query``; highlight every match on screen."""
         self.query_text = query
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
         if not query or self.placeholder:
             return None
@@ -328,12 +353,12 @@ class CodeView(ScrollView, can_focus=True):
     # -- rendering -------------------------------------------------------------------------------
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._strips.clear()
+        self._drop_strips()
         self._styles = None
 
     def rehighlight(self) -> None:
         """Drop rendered lines (e.g. once lexers may be built after the first frame) and redraw."""
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
 
     def _line_styles(self, dark: bool) -> dict[str, Style]:
@@ -368,7 +393,13 @@ class CodeView(ScrollView, can_focus=True):
         base = styles["base"]
         if self.placeholder:
             style = base + styles["placeholder"]
-            text = Text(" " + self.doc.lines[index], style=style, no_wrap=True, end="")
+            line = " " + self.doc.lines[index]
+            if width > 0 and _single_cell_chars().issuperset(line):  # as the Text below gives it, cropped
+                segments = [Segment(line[:width])]  # a Text with no span renders unstyled
+                if len(line) < width:
+                    segments.append(Segment(" " * (width - len(line)), base))
+                return Strip(segments, width)
+            text = Text(line, style=style, no_wrap=True, end="")
             return Strip(text.render(self.app.console)).crop_extend(0, width, base)
         line_style = base
         if marked:
@@ -414,21 +445,35 @@ def _single_cell_chars() -> frozenset[str]:
 
 def _cropped(tokens, start: int, width: int, line_style: Style, dark: bool) -> list[Segment] | None:
     """The segments of one line's tokens from cell ``start``, ``width`` cells, padded: what rendering a Text
-    of them and cropping the Strip gives (segment for segment), in a third of the time. None when a
-    character is not one cell wide (not printable ASCII): then that longer way is taken."""
+    of them and cropping the Strip gives (segment for segment, rich's rules kept: a token without a style
+    is no span, neighbours without one are one segment, and a line with no span at all is one unstyled
+    segment), in a third of the time. None when a character is not one cell wide: then that longer way."""
     if width <= 0:
         return None
-    out: list[Segment] = []
-    end, pos = start + width, 0
     single = _single_cell_chars()
+    runs: list[list] = []  # [text, style]; None: no span
+    spans = False
     for ttype, value in tokens:
+        if not value:
+            continue
         if not (value.isascii() and value.isprintable()) and not single.issuperset(value):
             return None
+        style = None if ttype is None else token_style(ttype, dark)
+        if style:
+            spans = True
+            runs.append([value, line_style + style])
+        elif runs and runs[-1][1] is None:
+            runs[-1][0] += value
+        else:
+            runs.append([value, None])
+    plain = line_style if spans else None
+    out: list[Segment] = []
+    end, pos = start + width, 0
+    for value, style in runs:
         a, pos = pos, pos + len(value)
         if pos <= start or a >= end:
             continue
-        piece = value[max(start - a, 0):min(end, pos) - a]
-        out.append(Segment(piece, line_style if ttype is None else line_style + token_style(ttype, dark)))
+        out.append(Segment(value[max(start - a, 0):min(end, pos) - a], plain if style is None else style))
     if pos == 0 and start == 0:
         out.append(Segment(""))  # an empty line renders as one empty, unstyled segment
     pad = width - max(0, min(pos, end) - start)
