@@ -146,35 +146,38 @@ class KernelTable(DataTable):
         return Text(" ")
 
     def _refresh_marks(self, ids: set[str]) -> None:
-        for kid in ids:
-            if kid in self.kernels and not self._set_mark_cell(kid):
+        ids = {kid for kid in ids if kid in self.kernels}
+        if ids and not self._set_mark_cells(ids):
+            for kid in ids:
                 self.update_cell(kid, "mark", self._mark(kid))
 
-    def _set_mark_cell(self, kid: str) -> bool:
-        """Put a row's mark in place, re-rendering that row only (False: do it with update_cell).
+    def _set_mark_cells(self, ids: set[str]) -> bool:
+        """Put these rows' marks in place, re-rendering those rows only (False: use update_cell).
 
         DataTable.update_cell bumps a counter that every cached cell and row is keyed on, so moving the
         selection (two marks) re-rendered every visible row of the table on each key. The mark column
-        has a fixed width of 1: the new value needs only the caches of its own row dropped. Textual's
-        private DataTable caches, checked on 8.2.8; without them this falls back to update_cell."""
+        has a fixed width of 1: the new values need only their own cells and rows dropped from the
+        caches. Textual's private DataTable caches, checked on 8.2.8; without them, update_cell."""
         try:
             data, cells, rows = self._data, self._cell_render_cache, self._row_render_cache
             renderables, lines = self._row_renderable_cache, self._line_cache
         except AttributeError:
             return False
-        row = RowKey(kid)
-        if row not in data:
+        keys = {RowKey(kid) for kid in ids}
+        if not keys <= data.keys():
             return False
         mark = ColumnKey("mark")
-        data[row][mark] = self._mark(kid)
-        index = self.get_row_index(row)
+        for row in keys:
+            data[row][mark] = self._mark(row.value)
+        indices = {self.get_row_index(row) for row in keys}
         # Cells are keyed (row, column, ...), rows (row, ...), a row's renderables (count, index).
-        for cache, wanted in ((cells, lambda k: k[0] == row and k[1] == mark), (rows, lambda k: k[0] == row),
-                              (renderables, lambda k: k[1] == index)):
+        for cache, wanted in ((cells, lambda k: k[1] == mark and k[0] in keys), (rows, lambda k: k[0] in keys),
+                              (renderables, lambda k: k[1] in indices)):
             for key in [key for key in cache.keys() if wanted(key)]:
                 cache.discard(key)
         lines.clear()  # keyed by screen line: cheap to rebuild from the cached rows
-        self.refresh_row(index)
+        for index in indices:
+            self.refresh_row(index)
         return True
 
     def select_kernel(self, kernel_id: str) -> None:
@@ -184,6 +187,8 @@ class KernelTable(DataTable):
 
     def set_selected(self, kernel_id: str | None) -> None:
         old = self.selected_id
+        if kernel_id == old:
+            return
         self.selected_id = kernel_id
         self._refresh_marks({x for x in (old, kernel_id) if x})
 
