@@ -27,6 +27,9 @@ from kernelscope.ui.textdoc import TextDoc
 MARK_GLYPH = "▶"
 DARK_SYNTAX = "monokai"
 LIGHT_SYNTAX = "friendly"
+# Drawn lines kept per document: a few screens' worth. Each is a Strip holding a dozen objects the cyclic
+# GC walks; thousands of them made its full collections take ~100 ms, more than drawing a line again.
+STRIPS_PER_DOC = 320
 
 
 @lru_cache(maxsize=2)
@@ -123,10 +126,10 @@ class CodeView(ScrollView, can_focus=True):
         self._mark_list: list[int] = []
         self.query_text = ""
         self.follow_hint = follow_hint
-        self._strips: LRUCache[tuple, Strip] = LRUCache(2048)
+        self._strips: LRUCache[tuple, Strip] = LRUCache(STRIPS_PER_DOC)
         # The drawn lines of the last few documents shown, so a document shown again (the kernel pane
         # going back to a kernel) draws from its cache: id(doc) -> (doc, labels, gutter, strips).
-        self._doc_strips: LRUCache[int, tuple] = LRUCache(8)
+        self._doc_strips: LRUCache[int, tuple] = LRUCache(4)
         self._placeholders: LRUCache[str, TextDoc] = LRUCache(64)
         self._styles: tuple | None = None  # (key, styles) of _line_styles: the view's styles, looked up once
         self._gutter_width = self._gutter_for(self.doc)  # rendered before any set_document too
@@ -220,7 +223,7 @@ class CodeView(ScrollView, can_focus=True):
         doc, labels, gutter = self.doc, self.labels, self._gutter_width
         entry = self._doc_strips.get(id(doc))
         if entry is None or entry[0] is not doc or entry[1] is not labels or entry[2] != gutter:
-            entry = (doc, labels, gutter, LRUCache(2048))
+            entry = (doc, labels, gutter, LRUCache(STRIPS_PER_DOC))
             self._doc_strips[id(doc)] = entry
         return entry[3]
 
