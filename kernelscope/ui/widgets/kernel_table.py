@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -54,6 +56,7 @@ class KernelTable(DataTable):
         self.fed_ids: set[str] = set()
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
+        self._lines: LRUCache[tuple, Strip] = LRUCache(512)  # see render_line
 
     def on_mount(self) -> None:
         self.add_column(" ", key="mark", width=1)
@@ -65,6 +68,7 @@ class KernelTable(DataTable):
 
     def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
         self.clear()
+        self._lines.clear()
         self.bundle = bundle
         self.kernels = {k.id: k for k in kernels_in_order}
         self.graphs = {g.id: g for g in bundle.graphs}
@@ -130,6 +134,28 @@ class KernelTable(DataTable):
 
     def on_resize(self) -> None:
         self._fit()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._lines.clear()
+
+    def render_line(self, y: int) -> Strip:
+        """A row's line, kept per row and state. DataTable keys its own line cache on the cursor's
+        position, so when the list scrolls as the cursor moves every visible row is drawn again; a row
+        looks the same wherever it is on screen, as long as its cursor, hover, mark and data are."""
+        header = self.header_height if self.show_header else 0
+        scroll_x, scroll_y = self.scroll_offset
+        row = y - header + scroll_y
+        updates = getattr(self, "_update_count", None)  # DataTable's count of data changes (8.2.8)
+        if y < header or self.fixed_rows or self.cursor_type != "row" or updates is None or not 0 <= row < self.row_count:
+            return super().render_line(y)
+        kid = self.ordered_rows[row].key.value
+        key = (kid, row, scroll_x, self.size.width, self.show_cursor and row == self.cursor_row, row == self.hover_row,
+               kid == self.selected_id, kid in self.fed_ids, updates, self.get_pseudo_class_state(), self.app.theme)
+        strip = self._lines.get(key)
+        if strip is None:
+            strip = self._lines[key] = super().render_line(y)
+        return strip
 
     def _cells(self, k: Kernel) -> list:
         lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
