@@ -23,6 +23,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.scrolling import StableScrollbars
 
 MARK_GLYPH = "▶"
 DARK_SYNTAX = "monokai"
@@ -46,7 +47,7 @@ def token_style(ttype, dark: bool) -> Style:
     return Style(color=s.color, bold=s.bold, italic=s.italic, underline=s.underline)
 
 
-class CodeView(ScrollView, can_focus=True):
+class CodeView(StableScrollbars, ScrollView, can_focus=True):
     """Lines of one text with a gutter, a cursor line, marks and search."""
 
     BINDINGS = [

@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.ui.widgets.scrolling import StableScrollbars
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_middle
 
@@ -26,7 +27,7 @@ def kernel_moved(k: Kernel) -> int | None:
     return None if r is None or w is None else r + w
 
 
-class KernelTable(DataTable):
+class KernelTable(StableScrollbars, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
     BINDINGS = [

@@ -10,8 +10,10 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from kernelscope.ui.widgets.scrolling import StableScrollbars
 
-class SourceFiles(OptionList):
+
+class SourceFiles(StableScrollbars, OptionList):
     """One row per copied source file; enter shows it in the source view."""
 
     BINDINGS = [Binding("enter", "select", "Show file")]
