@@ -16,7 +16,7 @@ class InfoPane(Pane):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._capture: str | None = None  # the capture's part: the same for every kernel, built once
+        self._capture: TextDoc | None = None  # the capture's part: the same for every kernel, built once
         self._shown: str | None = None  # the kernel shown (its id)
         self._docs: LRUCache[str, TextDoc] = LRUCache(64)  # kernel id -> its text: shown again, drawn from cache
 
@@ -32,6 +32,6 @@ class InfoPane(Pane):
         if doc is None:
             bundle = self.explorer.bundle
             if self._capture is None:
-                self._capture = capture_info(bundle)
-            doc = self._docs[shown] = TextDoc(kernel_info(bundle, kernel) + self._capture)
+                self._capture = TextDoc(capture_info(bundle))
+            doc = self._docs[shown] = TextDoc.joined(kernel_info(bundle, kernel), self._capture)
         self.query_one(CodeView).set_document(doc)
