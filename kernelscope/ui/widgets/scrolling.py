@@ -18,7 +18,7 @@ class StableScrollbars:
     _scroll_state: tuple | None = None
 
     def _scroll_update(self, virtual_size: Size) -> None:
-        if self._scroll_state == self._scroll_inputs(virtual_size) and not self._scrollbar_changes:
+        if self._scroll_state == self._scroll_inputs(virtual_size) and not getattr(self, "_scrollbar_changes", True):
             return
         super()._scroll_update(virtual_size)  # type: ignore[misc]
         self._scroll_state = self._scroll_inputs(virtual_size)
