@@ -60,3 +60,12 @@ def test_cross_references_both_ways(ref_bundles):
     assert idx.kernel_for_output_line(fwd, gelu.call_line) is gelu
     assert gelu.call_line in idx.output_lines_for_kernel(gelu)
     assert idx.source().copied is False  # reference bundles hold no copy of cases.py
+
+
+def test_a_doc_joined_to_a_shared_tail_reads_as_the_whole_text():
+    # The Info pane joins a kernel's lines to the capture's (split once, shared by every kernel).
+    tail = TextDoc("── capture ──\ntarget\tgpt2.py\n" + "x" * 90 + "\n")
+    for head in ("", "── selected kernel ──\nkernel      mm\n"):
+        joined, whole = TextDoc.joined(head, tail), TextDoc(head + tail.text)
+        assert (joined.lines, joined.width, joined.text) == (whole.lines, whole.width, whole.text)
+    assert TextDoc.joined("a\n", tail).lines[:2] == ["a", "── capture ──"]

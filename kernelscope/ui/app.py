@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 MANIFEST = "bundle.json"  # kernelscope.bundle.io's name for it; the bundle modules load on first open
 
 _T_IMPORT = time.perf_counter()
+FULL_GC_EVERY = 100  # middle-generation collections between two full ones (Python's default: 10)
 
 
 def is_bundle_path(what: str) -> bool:
@@ -105,6 +106,14 @@ class KernelscopeApp(App):
         from kernelscope.ui.widgets.code_view import CodeView
 
         if getattr(self, "_gc_was_enabled", False):
+            # What the first screen built (a bundle's index, its texts split into lines, the widgets) lives
+            # as long as it does: frozen too, a full collection (every few keys while moving through a
+            # model's kernels) no longer walks it, which took up to ~100 ms at a time on a 12-layer GPT-2.
+            gc.freeze()
+            # And full collections ten times rarer: caches of drawn lines fill as one moves (tens of thousands
+            # of small objects), and each full collection walked them all again (50-100 ms, every ~12 keys).
+            young, middle, _ = gc.get_threshold()
+            gc.set_threshold(young, middle, FULL_GC_EVERY)
             gc.enable()
         textdoc.defer_lexers(False)
         for screen in self.screen_stack:

@@ -122,10 +122,20 @@ def kernel_facts(k: Kernel) -> list[str]:
 
 
 def info_text(b: Bundle, kernel: Kernel | None) -> str:
+    return kernel_info(b, kernel) + capture_info(b)
+
+
+def kernel_info(b: Bundle, kernel: Kernel | None) -> str:
+    """The info pane's part about the selected kernel ("" for none); the capture's part follows it."""
+    if kernel is None:
+        return ""
+    graph = next((g for g in b.graphs if g.id == kernel.graph), None)
+    return "\n".join(["── selected kernel ──", *kernel_facts(kernel), *per_call_lines(kernel, graph, "  "), ""]) + "\n"
+
+
+def capture_info(b: Bundle) -> str:
+    """The info pane's part about the whole capture (the same for every kernel: built once per bundle)."""
     out: list[str] = []
-    if kernel is not None:
-        graph = next((g for g in b.graphs if g.id == kernel.graph), None)
-        out += ["── selected kernel ──", *kernel_facts(kernel), *per_call_lines(kernel, graph, "  "), ""]
     out.append("── capture ──")
     t = b.target
     out.append(f"target      {t.get('spec', '?')}")

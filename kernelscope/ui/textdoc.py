@@ -60,6 +60,15 @@ class TextDoc:
         self._whole_lexed = False
         self._lower: list[str] | None = None
 
+    @classmethod
+    def joined(cls, head: str, tail: TextDoc) -> TextDoc:
+        """``head`` then ``tail``'s text, without splitting and measuring ``tail`` again (the Info pane: a
+        kernel's few lines above the capture's thousand, the same for every kernel). Plain text only."""
+        doc = cls("")
+        doc.lines = (split_lines(head) if head else []) + tail.lines
+        doc.width = max(max(map(len, doc.lines[:len(doc.lines) - len(tail.lines)]), default=0), tail.width)
+        return doc
+
     def __len__(self) -> int:
         return len(self.lines)
 

@@ -75,6 +75,9 @@ class BundleIndex:
         self._source: SourceText | None = None
         self._source_file: str | None = None  # the file the source view shows (None: the target's)
         self._call_start: dict[str, int] = {}
+        # Per kernel, computed once (moving through a model's kernels asks again and again).
+        self._fx_lines: dict[tuple[str, str, str], list[int]] = {}
+        self._output_lines: dict[str, list[int]] = {}
 
     # -- texts ---------------------------------------------------------------------------------
     def text(self, relpath: str | None) -> str:
@@ -114,10 +117,14 @@ class BundleIndex:
 
     def fx_lines_for_kernel(self, kernel: Kernel, graph: Graph, fx_kind: str) -> list[int]:
         """1-based lines of ``graph``'s FX text that define the kernel's nodes."""
-        names = set(self.kernel_node_names(kernel, fx_kind))
-        if not names or (kernel.graph != graph.id and fx_kind not in (FX_DYNAMO, FX_AOT_JOINT)):
-            return []
-        return [n.line for n in self.fx_nodes(graph, fx_kind) if n.name in names]
+        key = (kernel.id, graph.id, fx_kind)
+        if key not in self._fx_lines:
+            names = set(self.kernel_node_names(kernel, fx_kind))
+            if not names or (kernel.graph != graph.id and fx_kind not in (FX_DYNAMO, FX_AOT_JOINT)):
+                self._fx_lines[key] = []
+            else:
+                self._fx_lines[key] = [n.line for n in self.fx_nodes(graph, fx_kind) if n.name in names]
+        return list(self._fx_lines[key])
 
     def fx_node_at(self, graph: Graph, fx_kind: str, line: int) -> FxNode | None:
         for n in self.fx_nodes(graph, fx_kind):
@@ -259,6 +266,11 @@ class BundleIndex:
 
     def output_lines_for_kernel(self, kernel: Kernel) -> list[int]:
         """1-based output-code lines of the kernel's launches (and its definition line)."""
+        if kernel.id not in self._output_lines:
+            self._output_lines[kernel.id] = self._find_output_lines(kernel)
+        return list(self._output_lines[kernel.id])
+
+    def _find_output_lines(self, kernel: Kernel) -> list[int]:
         graph = self.bundle.graph(kernel.graph)
         lines = {x for x in (kernel.call_line, kernel.def_line) if x}
         if kernel.lang != "extern" and kernel.launches > 1:

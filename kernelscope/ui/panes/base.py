@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from textual.containers import Vertical
+from textual.content import Content
+from textual.geometry import Region
 from textual.message import Message
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ class Pane(Vertical):
     def __init__(self, *, classes: str = "") -> None:
         super().__init__(id=f"pane-{self.pane_id}", classes=" ".join(["pane", classes]).strip())
         self.border_title = f"{self.pane_key} {self.pane_title}"
+        self.border_subtitle_text = ""
 
     @property
     def explorer(self) -> ExplorerScreen:
@@ -69,6 +72,24 @@ class Pane(Vertical):
     @classmethod
     def tab_text(cls) -> str:
         return f"{cls.pane_key} {cls.pane_tab or cls.pane_title}"
+
+    def set_subtitle(self, text: str) -> None:
+        """The text in the pane's bottom border (never markup); only that line is drawn again.
+
+        Setting ``border_subtitle`` repaints the whole pane, every line of its border and background,
+        and the FX, kernel and output panes change theirs on each move of the selection. Textual's
+        private ``_border_subtitle`` (what the setter stores, checked on 8.2.8) takes the text here, and
+        the bottom line alone is marked for repaint."""
+        if text == self.border_subtitle_text:
+            return
+        self.border_subtitle_text = text
+        width, height = self.outer_size  # the border is outside the content area
+        if not (self.is_mounted and height and hasattr(self, "_border_subtitle")):
+            self.border_subtitle = Content(text)
+            return
+        self._border_subtitle = Content(text).expand_tabs(4).split()[0]
+        off = self.content_offset
+        self.refresh(Region(-off.x, height - 1 - off.y, width, 1))
 
     def load(self) -> None:
         """Fill what does not depend on the selection (once, when the screen mounts)."""

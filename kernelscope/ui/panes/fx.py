@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.content import Content
 from textual.widgets import Tab, Tabs
 
 from kernelscope.bundle.model import FX_POST_GRAD
@@ -51,7 +50,7 @@ class FxPane(Pane):
             view.set_marks([n - 1 for n in lines], jump=not view.has_focus)
         what = f" · {plural(len(lines), 'node')} of {kernel.name}" if kernel and lines else ""
         shown = "compact (a: as printed)" if self.fx_compact else "as printed (a: compact)"
-        self.border_subtitle = Content(f"{FX_TITLES[self.fx_kind]} · {graph.id}{what} · {shown}")
+        self.set_subtitle(f"{FX_TITLES[self.fx_kind]} · {graph.id}{what} · {shown}")
 
     def _reload(self) -> None:
         self.show_selection(self.explorer.graph, self.explorer.kernel)

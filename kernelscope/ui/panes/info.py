@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.cache import LRUCache
 
 from kernelscope.ui.panes.base import Pane
-from kernelscope.ui.summary import info_text
+from kernelscope.ui.summary import capture_info, kernel_info
+from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 
 
 class InfoPane(Pane):
     pane_id, pane_title, pane_key = "info", "Info", "7"
 
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._capture: TextDoc | None = None  # the capture's part: the same for every kernel, built once
+        self._shown: str | None = None  # the kernel shown (its id)
+        self._docs: LRUCache[str, TextDoc] = LRUCache(64)  # kernel id -> its text: shown again, drawn from cache
+
     def compose(self) -> ComposeResult:
         yield CodeView(id="info")
 
     def show_selection(self, graph, kernel) -> None:
-        self.query_one(CodeView).set_text(info_text(self.explorer.bundle, kernel))
+        shown = kernel.id if kernel else ""
+        if shown == self._shown:
+            return
+        self._shown = shown
+        doc = self._docs.get(shown)
+        if doc is None:
+            bundle = self.explorer.bundle
+            if self._capture is None:
+                self._capture = TextDoc(capture_info(bundle))
+            doc = self._docs[shown] = TextDoc.joined(kernel_info(bundle, kernel), self._capture)
+        self.query_one(CodeView).set_document(doc)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.content import Content
+from textual.cache import LRUCache
 
 from kernelscope.ui.panes.base import Pane, kernel_lexer
 from kernelscope.ui.textdoc import TextDoc
@@ -17,6 +17,9 @@ class KernelPane(Pane):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._loaded: tuple | None = None
+        # (source file, language) -> the source as a TextDoc, lexed once: a kernel shown again, or another
+        # launch site of the same source (a model's layers share kernels), lexes and draws from cache.
+        self._docs: LRUCache[tuple, TextDoc] = LRUCache(64)
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="kernel")
@@ -29,7 +32,7 @@ class KernelPane(Pane):
         self._loaded = key
         if k is None:
             view.set_placeholder("Select a kernel: ↑↓ in the kernel list, or , and . anywhere.")
-            self.border_subtitle = ""
+            self.set_subtitle("")
             return
         if k.lang == "extern" or not k.source:
             view.set_placeholder(
@@ -37,14 +40,17 @@ class KernelPane(Pane):
                 f"so there is no generated source.\n\n    {k.call_text}\n\n"
                 f"Its launch is line {k.call_line} of the output code (press o).")
         else:
-            view.set_document(TextDoc(self.explorer.index.text(k.source), kernel_lexer(k.lang)))
+            doc = self._docs.get((k.source, k.lang))
+            if doc is None:
+                doc = self._docs[k.source, k.lang] = TextDoc(self.explorer.index.text(k.source), kernel_lexer(k.lang))
+            view.set_document(doc)
         facts = [k.kind]
         chosen = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
         if chosen is not None:
             facts.append(f"warps {chosen.metadata.get('num_warps')} · stages {chosen.metadata.get('num_stages')}")
             if len(k.triton) > 1:
                 facts.append(f"{len(k.triton)} variants")
-        self.border_subtitle = Content(f"{k.name} · " + " · ".join(facts))
+        self.set_subtitle(f"{k.name} · " + " · ".join(facts))
 
     @on(CodeView.LineActivated, "#kernel")
     def _line(self, event: CodeView.LineActivated) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.content import Content
 
 from kernelscope.ui.panes.base import Pane, python_lexer
 from kernelscope.ui.textdoc import TextDoc
@@ -40,7 +39,7 @@ class OutputPane(Pane):
         if k is not None and k.call_line and not view.has_focus:
             view.move_cursor(k.call_line - 1, center=True)
         launched = f" · {k.name} launched at line {k.call_line}" if k and k.call_line else ""
-        self.border_subtitle = Content(graph.id + launched)
+        self.set_subtitle(graph.id + launched)
 
     @on(CodeView.LineActivated, "#output")
     def _line(self, event: CodeView.LineActivated) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.content import Content
 
 from kernelscope.ui.panes.base import Pane, python_lexer
 from kernelscope.ui.textdoc import TextDoc
@@ -31,11 +30,11 @@ class SourcePane(Pane):
             return
         if src.copied:
             view.set_document(TextDoc(src.text, python_lexer), cursor=(src.first_line or 1) - 1)
-            self.border_subtitle = Content(base_name(src.file))
+            self.set_subtitle(base_name(src.file))
         else:
             rows = src.rows
             view.set_document(TextDoc(src.text, python_lexer), labels=lambda i: str(rows[i].line))
-            self.border_subtitle = Content(f"{base_name(src.file)}: no copy in bundle; recorded lines only")
+            self.set_subtitle(f"{base_name(src.file)}: no copy in bundle; recorded lines only")
 
     def show_selection(self, graph, kernel) -> None:
         self._show_kernel_file(kernel)

@@ -80,8 +80,11 @@ class ExplorerScreen(Screen):
     def active_bindings(self):
         return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
 
-    # The selection, (graph, kernel): every pane shows it (see watch_selection).
-    selection: reactive[tuple[Graph | None, Kernel | None]] = reactive((None, None), always_update=True, init=False)
+    # The selection, (graph, kernel): every pane shows it (see watch_selection). No repaint of its own:
+    # a repaint of the screen recomposites every cell of it (a full update) on each key; the panes
+    # that change refresh themselves.
+    selection: reactive[tuple[Graph | None, Kernel | None]] = reactive((None, None), always_update=True, init=False,
+                                                                       repaint=False)
 
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()
@@ -129,6 +132,10 @@ class ExplorerScreen(Screen):
         if first is not None:
             table.select_kernel(first.id)
         self.set_focus(table)  # now, not a message later: the footer's keys and the first frame follow it
+        # The list's cursor selects its kernel as it moves, in the same frame: the Selected message the
+        # table posts comes after the frame that drew the moved cursor, and the panes would redraw in a
+        # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
+        self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
         await self.mount(KeyFooter())
 
     def on_resize(self) -> None:
@@ -216,6 +223,11 @@ class ExplorerScreen(Screen):
     def watch_selection(self, selection: tuple[Graph | None, Kernel | None]) -> None:
         for cls in PANES:
             self.pane(cls.pane_id).show_selection(*selection)
+
+    def _table_cursor(self) -> None:
+        graph, kernel = self.query_one(KernelTable).current()
+        if graph is not None and (graph, kernel) != (self.graph, self.kernel):
+            self.select(graph, kernel)
 
     @on(KernelTable.Selected)
     def _table_selected(self, event: KernelTable.Selected) -> None:

@@ -23,10 +23,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.scrolling import StableScrollbars
 
 MARK_GLYPH = "▶"
 DARK_SYNTAX = "monokai"
 LIGHT_SYNTAX = "friendly"
+# Drawn lines kept per document: a few screens' worth. Each is a Strip holding a dozen objects the cyclic
+# GC walks; thousands of them made its full collections take ~100 ms, more than drawing a line again.
+STRIPS_PER_DOC = 320
 
 
 @lru_cache(maxsize=2)
@@ -43,7 +47,7 @@ def token_style(ttype, dark: bool) -> Style:
     return Style(color=s.color, bold=s.bold, italic=s.italic, underline=s.underline)
 
 
-class CodeView(ScrollView, can_focus=True):
+class CodeView(StableScrollbars, ScrollView, can_focus=True):
     """Lines of one text with a gutter, a cursor line, marks and search."""
 
     BINDINGS = [
@@ -123,7 +127,12 @@ class CodeView(ScrollView, can_focus=True):
         self._mark_list: list[int] = []
         self.query_text = ""
         self.follow_hint = follow_hint
-        self._strips: LRUCache[tuple, Strip] = LRUCache(2048)
+        self._strips: LRUCache[tuple, Strip] = LRUCache(STRIPS_PER_DOC)
+        # The drawn lines of the last few documents shown, so a document shown again (the kernel pane
+        # going back to a kernel) draws from its cache: id(doc) -> (doc, labels, gutter, strips).
+        self._doc_strips: LRUCache[int, tuple] = LRUCache(4)
+        self._placeholders: LRUCache[str, TextDoc] = LRUCache(64)
+        self._styles: tuple | None = None  # (key, styles) of _line_styles: the view's styles, looked up once
         self._gutter_width = self._gutter_for(self.doc)  # rendered before any set_document too
         self._pending_center = False
 
@@ -146,7 +155,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def set_placeholder(self, message: str) -> None:
         """Show a note instead of a text (e.g. 'this bundle has no ...'), wrapped to the view's width."""
-        self.doc = TextDoc(self._wrap(message))
+        self.doc = self._placeholder_doc(message)
         self.raw_text = None
         self.labels = None
         self.placeholder = message
@@ -155,6 +164,14 @@ class CodeView(ScrollView, can_focus=True):
         self.cursor = 0
         self._relayout()
         self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def _placeholder_doc(self, message: str) -> TextDoc:
+        """The note as a document, the same one for the same note at the same width (drawn from cache)."""
+        text = self._wrap(message)
+        doc = self._placeholders.get(text)
+        if doc is None:
+            doc = self._placeholders[text] = TextDoc(text)
+        return doc
 
     def _wrap(self, message: str) -> str:
         width = max(20, (self.scrollable_content_region.width or 80) - 3)
@@ -165,7 +182,7 @@ class CodeView(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         if self.placeholder:
-            self.doc = TextDoc(self._wrap(self.placeholder))
+            self.doc = self._placeholder_doc(self.placeholder)
             self._relayout()
         elif self._pending_center and self.scrollable_content_region.height:
             self._pending_center = False
@@ -189,7 +206,7 @@ class CodeView(ScrollView, can_focus=True):
     def _relayout(self) -> None:
         n = len(self.doc)
         self._gutter_width = self._gutter_for(self.doc)
-        self._strips.clear()
+        self._strips = self._strips_for_doc()
         size = Size(self._gutter_width + self.doc.width + 1, n)
         if self.is_mounted and self.size.area and hasattr(self, "_scroll_update"):
             # A new text in a view of the same size needs its scrollbars updated, not a layout of the
@@ -203,15 +220,39 @@ class CodeView(ScrollView, can_focus=True):
             self.virtual_size = size
         self.refresh()
 
-    def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:
-        """Mark lines (0-based); with ``jump`` the cursor moves to the first one."""
-        n = len(self.doc)
-        self._mark_list = sorted({i for i in indices if 0 <= i < n})
-        self.marks = frozenset(self._mark_list)
+    def _strips_for_doc(self) -> LRUCache[tuple, Strip]:
+        doc, labels, gutter = self.doc, self.labels, self._gutter_width
+        entry = self._doc_strips.get(id(doc))
+        if entry is None or entry[0] is not doc or entry[1] is not labels or entry[2] != gutter:
+            entry = (doc, labels, gutter, LRUCache(STRIPS_PER_DOC))
+            self._doc_strips[id(doc)] = entry
+        return entry[3]
+
+    def _drop_strips(self) -> None:
+        """Forget every drawn line (styles, focus or the search changed)."""
+        self._doc_strips.clear()
         self._strips.clear()
+
+    def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:
+        """Mark lines (0-based); with ``jump`` the cursor moves to the first one.
+
+        Rendered lines are cached per mark state, so the lines whose mark did not change are not drawn
+        again: moving between kernels redraws only what moved into view or changed its mark."""
+        n = len(self.doc)
+        mark_list = sorted({i for i in indices if 0 <= i < n})
+        marks = frozenset(mark_list)
+        changed = marks ^ self.marks
+        self._mark_list, self.marks = mark_list, marks
         if jump and self._mark_list and not self.placeholder:
             self.move_cursor(self._mark_list[0], center=True)
-        self.refresh()
+        self._refresh_lines(changed)
+
+    def _refresh_lines(self, indices: Iterable[int]) -> None:
+        """Repaint these lines (0-based, in the text) where they are on screen; a scroll repaints all."""
+        top, height = int(self.scroll_offset.y), self.size.height
+        for i in indices:
+            if top <= i < top + height:
+                self.refresh_line(i)
 
     # -- cursor and scrolling --------------------------------------------------------------------
     def move_cursor(self, index: int, *, center: bool = False) -> None:
@@ -235,7 +276,7 @@ class CodeView(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
         elif self.cursor >= top + height:
             self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
-        self.refresh()  # strips are cached per (line, is-cursor), so only two lines re-render
+        self._refresh_lines({before, self.cursor})  # a scroll above repainted every line already
 
     def action_cursor(self, delta: int) -> None:
         self.move_cursor(self.cursor + delta)
@@ -264,11 +305,11 @@ class CodeView(ScrollView, can_focus=True):
             self.action_activate()
 
     def on_focus(self) -> None:
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
 
     def on_blur(self) -> None:
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
 
     # -- marks, search, copy ---------------------------------------------------------------------
@@ -290,7 +331,7 @@ class CodeView(ScrollView, can_focus=True):
     def search(self, query: str, *, forward: bool = True, skip_current: bool = False) -> int | None:
         """Move the cursor to the next line holding ``query``; highlight every match on screen."""
         self.query_text = query
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
         if not query or self.placeholder:
             return None
@@ -316,55 +357,130 @@ class CodeView(ScrollView, can_focus=True):
     # -- rendering -------------------------------------------------------------------------------
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._strips.clear()
+        self._drop_strips()
+        self._styles = None
 
     def rehighlight(self) -> None:
         """Drop rendered lines (e.g. once lexers may be built after the first frame) and redraw."""
-        self._strips.clear()
+        self._drop_strips()
         self.refresh()
+
+    def _line_styles(self, dark: bool) -> dict[str, Style]:
+        """The view's styles (base, gutter, mark, cursor ...), looked up once per theme and focus state,
+        not once per line drawn (each lookup walks the CSS)."""
+        key = (dark, self.has_focus, self.app.theme)
+        if self._styles is None or self._styles[0] != key:
+            styles = {name: self.get_component_rich_style(f"code-view--{name}")
+                      for name in ("gutter", "cursor", "mark", "match", "placeholder")}
+            styles["base"] = self.rich_style
+            self._styles = (key, styles)
+        return self._styles[1]
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         index = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
-        if index >= len(self.doc):
-            return Strip.blank(width, base)
         dark = self.app.current_theme.dark
-        key = (index, scroll_x, width, index == self.cursor, self.has_focus, dark)
+        styles = self._line_styles(dark)
+        if index >= len(self.doc):
+            return Strip.blank(width, styles["base"])
+        marked = index in self.marks
+        key = (index, scroll_x, width, marked, index == self.cursor, self.has_focus, dark)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._render_index(index, scroll_x, width, base, dark)
+            strip = self._render_index(index, scroll_x, width, styles, dark, marked).apply_offsets(scroll_x, index)
             self._strips[key] = strip
-        return strip.apply_offsets(scroll_x, index)
+        return strip
 
-    def _render_index(self, index: int, scroll_x: int, width: int, base: Style, dark: bool) -> Strip:
+    def _render_index(self, index: int, scroll_x: int, width: int, styles: dict[str, Style], dark: bool,
+                      marked: bool) -> Strip:
+        base = styles["base"]
         if self.placeholder:
-            style = base + self.get_component_rich_style("code-view--placeholder")
-            text = Text(" " + self.doc.lines[index], style=style, no_wrap=True, end="")
+            style = base + styles["placeholder"]
+            line = " " + self.doc.lines[index]
+            if width > 0 and _single_cell_chars().issuperset(line):  # as the Text below gives it, cropped
+                segments = [Segment(line[:width])]  # a Text with no span renders unstyled
+                if len(line) < width:
+                    segments.append(Segment(" " * (width - len(line)), base))
+                return Strip(segments, width)
+            text = Text(line, style=style, no_wrap=True, end="")
             return Strip(text.render(self.app.console)).crop_extend(0, width, base)
-        marked = index in self.marks
         line_style = base
         if marked:
-            line_style = line_style + self.get_component_rich_style("code-view--mark")
+            line_style = line_style + styles["mark"]
         if index == self.cursor:
-            line_style = line_style + self.get_component_rich_style("code-view--cursor")
-        gutter_style = base + self.get_component_rich_style("code-view--gutter")
+            line_style = line_style + styles["cursor"]
+        gutter_style = base + styles["gutter"]
         if marked or index == self.cursor:
             gutter_style = gutter_style + Style(bold=True)
         label = self.labels(index) if self.labels else str(index + 1)
         glyph = MARK_GLYPH if marked else ("›" if index == self.cursor and self.has_focus else " ")
         gutter = f"{glyph}{label.rjust(self._gutter_width - 4)} │ "  # rjust: a width <= 0 pads nothing
+        content_width = max(0, width - self._gutter_width)
+        tokens = self.doc.tokens(index)
+        if len(gutter) == self._gutter_width and not (self.query_text and self.doc.match_spans(index, self.query_text)):
+            body = _cropped(tokens, scroll_x, content_width, line_style, dark)
+            if body is not None:
+                return Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style), *body],
+                             self._gutter_width + content_width)
         gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
-
         content = Text(style=line_style, no_wrap=True, end="")
-        for ttype, value in self.doc.tokens(index):
+        for ttype, value in tokens:
             # Not lexed yet: the view's colour, so a first frame needs no Pygments style (rich.syntax).
             content.append(value, None if ttype is None else token_style(ttype, dark))
         if self.query_text:
-            match_style = self.get_component_rich_style("code-view--match")
             for a, b in self.doc.match_spans(index, self.query_text):
-                content.stylize(match_style, a, b)
-        content_width = max(0, width - self._gutter_width)
+                content.stylize(styles["match"], a, b)
         body = Strip(content.render(self.app.console)).crop_extend(scroll_x, scroll_x + content_width, line_style)
         return Strip.join([gutter_strip.crop_extend(0, self._gutter_width, gutter_style), body])
+
+
+@lru_cache(maxsize=1)
+def _single_cell_chars() -> frozenset[str]:
+    """Printable characters one cell wide, as rich measures them: ASCII, Latin-1, Greek, Cyrillic,
+    punctuation (… ·), arrows, maths (≤ ×), box drawing and blocks (─ │ █ ▶), the text of the Info pane."""
+    from rich.cells import get_character_cell_size
+
+    ranges = ((0x20, 0x7E), (0xA0, 0x2FF), (0x370, 0x482), (0x2010, 0x2027), (0x2030, 0x205E), (0x2190, 0x22FF),
+              (0x2500, 0x25FF))
+    chars = (chr(c) for a, b in ranges for c in range(a, b + 1))
+    return frozenset(c for c in chars if c.isprintable() and get_character_cell_size(c) == 1)
+
+
+def _cropped(tokens, start: int, width: int, line_style: Style, dark: bool) -> list[Segment] | None:
+    """The segments of one line's tokens from cell ``start``, ``width`` cells, padded: what rendering a Text
+    of them and cropping the Strip gives (segment for segment, rich's rules kept: a token without a style
+    is no span, neighbours without one are one segment, and a line with no span at all is one unstyled
+    segment), in a third of the time. None when a character is not one cell wide: then that longer way."""
+    if width <= 0:
+        return None
+    single = _single_cell_chars()
+    runs: list[list] = []  # [text, style]; None: no span
+    spans = False
+    for ttype, value in tokens:
+        if not value:
+            continue
+        if not (value.isascii() and value.isprintable()) and not single.issuperset(value):
+            return None
+        style = None if ttype is None else token_style(ttype, dark)
+        if style:
+            spans = True
+            runs.append([value, line_style + style])
+        elif runs and runs[-1][1] is None:
+            runs[-1][0] += value
+        else:
+            runs.append([value, None])
+    plain = line_style if spans else None
+    out: list[Segment] = []
+    end, pos = start + width, 0
+    for value, style in runs:
+        a, pos = pos, pos + len(value)
+        if pos <= start or a >= end:
+            continue
+        out.append(Segment(value[max(start - a, 0):min(end, pos) - a], plain if style is None else style))
+    if pos == 0 and start == 0:
+        out.append(Segment(""))  # an empty line renders as one empty, unstyled segment
+    pad = width - max(0, min(pos, end) - start)
+    if pad > 0:
+        out.append(Segment(" " * pad, line_style))
+    return out

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.ui.widgets.scrolling import StableScrollbars
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_middle
 
@@ -24,7 +27,7 @@ def kernel_moved(k: Kernel) -> int | None:
     return None if r is None or w is None else r + w
 
 
-class KernelTable(DataTable):
+class KernelTable(StableScrollbars, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
     BINDINGS = [
@@ -54,6 +57,7 @@ class KernelTable(DataTable):
         self.fed_ids: set[str] = set()
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
+        self._lines: LRUCache[tuple, Strip] = LRUCache(512)  # see render_line
 
     def on_mount(self) -> None:
         self.add_column(" ", key="mark", width=1)
@@ -65,6 +69,7 @@ class KernelTable(DataTable):
 
     def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
         self.clear()
+        self._lines.clear()
         self.bundle = bundle
         self.kernels = {k.id: k for k in kernels_in_order}
         self.graphs = {g.id: g for g in bundle.graphs}
@@ -131,6 +136,28 @@ class KernelTable(DataTable):
     def on_resize(self) -> None:
         self._fit()
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._lines.clear()
+
+    def render_line(self, y: int) -> Strip:
+        """A row's line, kept per row and state. DataTable keys its own line cache on the cursor's
+        position, so when the list scrolls as the cursor moves every visible row is drawn again; a row
+        looks the same wherever it is on screen, as long as its cursor, hover, mark and data are."""
+        header = self.header_height if self.show_header else 0
+        scroll_x, scroll_y = self.scroll_offset
+        row = y - header + scroll_y
+        updates = getattr(self, "_update_count", None)  # DataTable's count of data changes (8.2.8)
+        if y < header or self.fixed_rows or self.cursor_type != "row" or updates is None or not 0 <= row < self.row_count:
+            return super().render_line(y)
+        kid = self.ordered_rows[row].key.value
+        key = (kid, row, scroll_x, self.size.width, self.show_cursor and row == self.cursor_row, row == self.hover_row,
+               kid == self.selected_id, kid in self.fed_ids, updates, self.get_pseudo_class_state(), self.app.theme)
+        strip = self._lines.get(key)
+        if strip is None:
+            strip = self._lines[key] = super().render_line(y)
+        return strip
+
     def _cells(self, k: Kernel) -> list:
         lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
         name = self._name_cell(k)
@@ -146,9 +173,39 @@ class KernelTable(DataTable):
         return Text(" ")
 
     def _refresh_marks(self, ids: set[str]) -> None:
-        for kid in ids:
-            if kid in self.kernels:
+        ids = {kid for kid in ids if kid in self.kernels}
+        if ids and not self._set_mark_cells(ids):
+            for kid in ids:
                 self.update_cell(kid, "mark", self._mark(kid))
+
+    def _set_mark_cells(self, ids: set[str]) -> bool:
+        """Put these rows' marks in place, re-rendering those rows only (False: use update_cell).
+
+        DataTable.update_cell bumps a counter that every cached cell and row is keyed on, so moving the
+        selection (two marks) re-rendered every visible row of the table on each key. The mark column
+        has a fixed width of 1: the new values need only their own cells and rows dropped from the
+        caches. Textual's private DataTable caches, checked on 8.2.8; without them, update_cell."""
+        try:
+            data, cells, rows = self._data, self._cell_render_cache, self._row_render_cache
+            renderables, lines = self._row_renderable_cache, self._line_cache
+        except AttributeError:
+            return False
+        keys = {RowKey(kid) for kid in ids}
+        if not keys <= data.keys():
+            return False
+        mark = ColumnKey("mark")
+        for row in keys:
+            data[row][mark] = self._mark(row.value)
+        indices = {self.get_row_index(row) for row in keys}
+        # Cells are keyed (row, column, ...), rows (row, ...), a row's renderables (count, index).
+        for cache, wanted in ((cells, lambda k: k[1] == mark and k[0] in keys), (rows, lambda k: k[0] in keys),
+                              (renderables, lambda k: k[1] in indices)):
+            for key in [key for key in cache.keys() if wanted(key)]:
+                cache.discard(key)
+        lines.clear()  # keyed by screen line: cheap to rebuild from the cached rows
+        for index in indices:
+            self.refresh_row(index)
+        return True
 
     def select_kernel(self, kernel_id: str) -> None:
         """Move the cursor to a kernel (which posts Selected)."""
@@ -157,6 +214,8 @@ class KernelTable(DataTable):
 
     def set_selected(self, kernel_id: str | None) -> None:
         old = self.selected_id
+        if kernel_id == old:
+            return
         self.selected_id = kernel_id
         self._refresh_marks({x for x in (old, kernel_id) if x})
 

@@ -10,8 +10,10 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from kernelscope.ui.widgets.scrolling import StableScrollbars
 
-class SourceFiles(OptionList):
+
+class SourceFiles(StableScrollbars, OptionList):
     """One row per copied source file; enter shows it in the source view."""
 
     BINDINGS = [Binding("enter", "select", "Show file")]
@@ -33,18 +35,24 @@ class SourceFiles(OptionList):
         same_files = [e["file"] for e in entries] == [e["file"] for e in self.entries] and self.option_count
         if same_files and shown == self.shown and counts == self.counts:
             return  # moving between kernels of the same files: nothing to redraw
+        before = {e["file"]: self._label_state(e) for e in self.entries}
         self.entries, self.shown, self.counts = entries, shown, counts
         self.display = len(entries) > 1
         keep = self.highlighted if self.has_focus else None  # the user's cursor, while they move it
-        if same_files:  # new labels in place: no clearing, so no new layout of the whole screen
+        if same_files:  # new labels in place, only those that changed: no new layout, fewer lines drawn
             for e in entries:
-                self.replace_option_prompt(e["file"], self._label(e))
+                if before.get(e["file"]) != self._label_state(e):
+                    self.replace_option_prompt(e["file"], self._label(e))
         else:
             self.clear_options()
             self.add_options([Option(self._label(e), id=e["file"]) for e in entries])
         wanted = keep if keep is not None else next((i for i, e in enumerate(entries) if e["file"] == shown), 0)
         if self.highlighted != wanted:
             self.highlighted = wanted
+
+    def _label_state(self, e: dict) -> tuple:
+        """What a row's label shows: its name, library or not, shown or not, the kernel's lines in it."""
+        return e["name"], e.get("library"), e["file"] == self.shown, self.counts.get(e["file"])
 
     def _label(self, e: dict) -> Text:
         text = Text()
