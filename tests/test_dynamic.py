@@ -10,9 +10,10 @@ import pytest
 
 from kernelscope.bundle.io import read_bundle
 from kernelscope.bundle.model import Bundle, Graph, Recompile
-from kernelscope.bundle.symbolic import eval_dim
+from kernelscope.bundle.symbolic import bytes_per_call, eval_dim
 from kernelscope.ingest.guards import cudagraph_status, link_recompile, parse_cudagraph_log, parse_guard_tree
 from kernelscope.ingest.open_trace import bundle_from_trace
+from kernelscope.units import short_bytes
 from tests.conftest import kernelscope_cmd
 
 FIXTURES = Path(__file__).parent / "fixtures" / "dynamic"
@@ -163,5 +164,35 @@ def test_explorer_recompile_row_leads_to_its_failed_guard_line(cpu_recompile_sof
             source = app.screen.query_one("#source")
             assert source.doc.lines[source.cursor].strip() == "return torch.softmax(x, dim=-1)"
             assert source.cursor in source.marks
+
+    asyncio.run(run())
+
+
+def test_explorer_shows_a_symbolic_kernels_bytes_per_call(cpu_dynamic_softmax, tmp_path, monkeypatch):
+    """The kernels list gives a symbolic kernel the range of what it moved over the capture's calls
+    (never '?'), and the Info pane says its bytes are per call and lists them."""
+    import asyncio
+
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+    bundle = read_bundle(cpu_dynamic_softmax)
+    (k,) = [k for k in bundle.kernels if k.lang != "extern"]
+    moved = [c["read"] + c["written"] for c in bytes_per_call(k, bundle.graphs[0])]
+    assert len(set(moved)) == 3
+
+    async def run():
+        app = make_app(str(cpu_dynamic_softmax))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one(KernelTable)
+            cell = str(table.get_row(k.id)[4])
+            assert cell == f"{short_bytes(min(moved))}–{short_bytes(max(moved))}"
+            await pilot.press("7")  # Info
+            await pilot.pause()
+            info = "\n".join(app.screen.query_one("#info").doc.lines)
+            assert "symbolic sizes: bytes per call below" in info and "read ?" not in info
+            assert "call 3 (" in info
 
     asyncio.run(run())

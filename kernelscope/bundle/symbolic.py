@@ -89,3 +89,13 @@ def bytes_per_call(k: Kernel, graph: Graph) -> list[dict[str, Any]]:
         out.append({"call": c.get("call"), "inputs": c.get("inputs", []), "values": values, "read": read,
                     "written": written})
     return out
+
+
+def moved_per_call(k: Kernel, graph: Graph | None) -> list[int]:
+    """Bytes read + written in each call of a symbolic kernel's graph, where known (else [])."""
+    if graph is None or not is_symbolic(k):
+        return []
+    per = bytes_per_call(k, graph)
+    if not per or any(c["read"] is None or c["written"] is None for c in per):
+        return []
+    return [c["read"] + c["written"] for c in per]

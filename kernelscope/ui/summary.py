@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Kernel, run_state
+from kernelscope.bundle.symbolic import is_symbolic
 from kernelscope.show import autotune_lines, cudagraph_line, guard_lines, per_call_lines, symbol_lines, variant_labels
 from kernelscope.units import base_name, fmt_bytes, plural
 
@@ -85,13 +86,18 @@ def kernel_facts(k: Kernel) -> list[str]:
            f"kind        {k.kind} ({k.lang})", f"graph       {k.graph}"]
     if k.call_text:
         out.append(f"launch      {k.call_text}")
-    out.append(f"moved       read {'<= ' if k.bytes_bound else ''}{fmt_bytes(k.bytes_read)}, "
-               f"wrote {fmt_bytes(k.bytes_written)} per launch")
+    symbolic = k.bytes_read is None and is_symbolic(k)
+    if symbolic:
+        out.append("moved       symbolic sizes: bytes per call below")
+    else:
+        out.append(f"moved       read {'<= ' if k.bytes_bound else ''}{fmt_bytes(k.bytes_read)}, "
+                   f"wrote {fmt_bytes(k.bytes_written)} per launch")
     for buf in k.buffers:
         shape = "×".join(map(str, buf.shape)) or "scalar"
         part = (f" (reads {'<= ' if buf.read_bound else ''}{fmt_bytes(buf.read_bytes)}: {buf.read_how})"
                 if buf.read_bytes is not None else "")
-        out.append(f"  {buf.role:<10}{buf.name:<14}{buf.dtype or '?':<10}{shape:<16}{fmt_bytes(buf.bytes)}{part}")
+        size = "per call" if buf.bytes is None and symbolic else fmt_bytes(buf.bytes)
+        out.append(f"  {buf.role:<10}{buf.name:<14}{buf.dtype or '?':<10}{shape:<16}{size}{part}")
     if k.fx_nodes:
         out.append(f"fx nodes    {', '.join(k.fx_nodes)}" + (f"  ({k.provenance})" if k.provenance else ""))
     if k.fx_nodes_pre:

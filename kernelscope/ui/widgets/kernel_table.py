@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.bundle.symbolic import moved_per_call
 from kernelscope.ui.widgets.scrolling import StableScrollbars
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_middle
@@ -25,6 +26,16 @@ GRAPH_ROW = "graph:"
 def kernel_moved(k: Kernel) -> int | None:
     r, w = k.bytes_read, k.bytes_written
     return None if r is None or w is None else r + w
+
+
+def moved_cell(k: Kernel, graph: Graph | None) -> str:
+    """Bytes moved per launch; for a symbolic kernel, per call of its graph (one value, or the range)."""
+    moved = kernel_moved(k)
+    per_call = moved_per_call(k, graph) if moved is None else []
+    if per_call:
+        lo, hi = min(per_call), max(per_call)
+        return short_bytes(lo) if lo == hi else f"{short_bytes(lo)}–{short_bytes(hi)}"
+    return short_bytes(moved)
 
 
 class KernelTable(StableScrollbars, DataTable):
@@ -158,11 +169,14 @@ class KernelTable(StableScrollbars, DataTable):
             strip = self._lines[key] = super().render_line(y)
         return strip
 
+    def _graph_of(self, k: Kernel) -> Graph | None:
+        return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
+
     def _cells(self, k: Kernel) -> list:
         lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
         name = self._name_cell(k)
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
-        return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, short_bytes(kernel_moved(k)),
+        return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, moved_cell(k, self._graph_of(k)),
                 lines or "-"]
 
     def _mark(self, kid: str) -> Text:
