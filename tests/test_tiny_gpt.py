@@ -118,14 +118,19 @@ def test_kernel_to_its_line_in_blocks_py_and_back(moved_tiny_gpt, size, tmp_path
             await pilot.pause()
             await pilot.press("2")
             src.move_cursor(GELU_LINE - 1)
-            await pilot.press("enter")  # the line -> the kernels it fed, the first of them first
+            await pilot.press("enter")  # the line, reached from the gelu kernel -> back to the gelu kernel
             await pilot.pause()
             fed = screen.index.kernels_for_source_row(GELU_LINE - 1)
-            assert gelu in fed and screen.kernel is fed[0]
-            for _ in fed:  # enter again steps through the kernels of the line, back to the gelu kernel
+            assert gelu in fed and len(fed) > 1 and screen.kernel is gelu
+            if screen.layout_mode != "wide":  # tabs: following showed the Kernel tab; back to the source
+                await pilot.press("2")
+            await pilot.press("enter")  # enter again steps on to the line's next kernel
+            await pilot.pause()
+            assert screen.kernel is fed[(fed.index(gelu) + 1) % len(fed)]
+            for _ in fed:  # and on, round to the gelu kernel again
                 if screen.kernel is gelu:
                     break
-                if screen.layout_mode != "wide":  # tabs: following showed the Kernel tab; back to the source
+                if screen.layout_mode != "wide":
                     await pilot.press("2")
                 await pilot.press("enter")
                 await pilot.pause()

@@ -271,13 +271,16 @@ class ExplorerScreen(Screen):
         self.query_one(KernelTable).set_fed({k.id for k in self.index.kernels_for_source_row(event.row)})
 
     def _follow(self, key: tuple, kernels: list[Kernel], what: str) -> None:
-        """Select the first kernel a line leads to; the same line again steps to the next one."""
+        """Select the kernel a line leads to: the selected one if it is among them (a line reached from a
+        kernel leads back to it), else the first; the same line again steps to the next one."""
         if not kernels:
             self.notify(f"{what} is not part of any kernel", severity="warning", timeout=3, markup=False)
             return
         ids = [k.id for k in kernels]
         if self._cycle and self._cycle[0] == key and self.kernel and self.kernel.id in ids:
             nxt = kernels[(ids.index(self.kernel.id) + 1) % len(kernels)]
+        elif self.kernel and self.kernel.id in ids:
+            nxt = self.kernel  # the line was reached from this kernel: back to it (enter again steps on)
         else:
             nxt = kernels[0]
         self._cycle = (key, ids)
