@@ -16,12 +16,54 @@ the list, the Info pane's few sizes).
 
 from __future__ import annotations
 
+from textual._styles_cache import StylesCache
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
 BAR_STATES = 64  # drawn states kept per scrollbar: a few hundred short Strips at most
+STYLED_LINES = 256  # content lines kept with their styled form, per widget
+
+
+class LineStyles(StylesCache):
+    """Textual's StylesCache that keeps the styled form of each content line it is handed.
+
+    After a scroll Textual sends every line of a widget through its style pipeline again (background,
+    tint, opacity, side borders), though most lines are ones drawn a key ago one row up or down. A content
+    line of a widget with no top or bottom border, outline or padding comes out of that pipeline the same
+    at every row (Textual 8.2.8, StylesCache.render_line): its styled form is kept, keyed by the content
+    Strip (the same object from a widget's own line cache, else its segments) and every input of the
+    pipeline (sizes, colours, side borders, tint, opacity, hatch). ``clear_lines`` forgets them."""
+
+    def __init__(self, by_identity: bool) -> None:
+        super().__init__()
+        self._by_identity = by_identity
+        self._styled: LRUCache[object, tuple] = LRUCache(STYLED_LINES)
+
+    def clear_lines(self) -> None:
+        self._styled.clear()
+
+    def render_line(self, styles, y, size, content_size, padding, base_background, background, render_content_line,
+                    border_title, border_subtitle, opacity, ansi_theme, native_ansi):
+        args = (styles, y, size, content_size, padding, base_background, background, render_content_line,
+                border_title, border_subtitle, opacity, ansi_theme, native_ansi)
+        border, outline = styles.border, styles.outline
+        if (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0] or outline[2][0]
+                or border_title is not None or border_subtitle is not None or y >= content_size.height):
+            return super().render_line(*args)
+        content = render_content_line(y)
+        ident = id(content) if self._by_identity else tuple(content)
+        inputs = (size, content_size, padding, base_background, background, opacity, ansi_theme, native_ansi, border,
+                  outline, styles.tint, styles.text_opacity, styles.hatch if styles.has_rule("hatch") else None)
+        entry = self._styled.get(ident)
+        if entry is not None and entry[1] == inputs and (not self._by_identity or entry[0] is content):
+            return entry[2]
+        strip = super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                    lambda _y: content, border_title, border_subtitle, opacity, ansi_theme,
+                                    native_ansi)
+        self._styled[ident] = (content, inputs, strip)
+        return strip
 
 
 class CachedScrollBar(ScrollBar):
@@ -30,9 +72,11 @@ class CachedScrollBar(ScrollBar):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._drawn: LRUCache[tuple, list[Strip]] = LRUCache(BAR_STATES)
+        self._styles_cache = LineStyles(by_identity=False)  # a bar's lines are new Strips at each draw
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
+        self._styles_cache.clear_lines()
         self._drawn.clear()  # a theme or CSS change: the cached lines are of the old styles
 
     def _state(self, crop: Region) -> tuple | None:
@@ -61,6 +105,14 @@ class StableScrollbars:
     """Mix into a Textual scrolling widget (before the widget class)."""
 
     _scroll_state: tuple | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._styles_cache = LineStyles(by_identity=True)  # the widget's render_line keeps its Strips
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()  # type: ignore[misc]
+        self._styles_cache.clear_lines()
 
     def _scroll_update(self, virtual_size: Size) -> None:
         if self._scroll_state == self._scroll_inputs(virtual_size) and not getattr(self, "_scrollbar_changes", True):
