@@ -23,7 +23,7 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
 BAR_STATES = 64  # drawn states kept per scrollbar: a few hundred short Strips at most
-STYLED_LINES = 256  # content lines kept with their styled form, per widget
+STYLED_LINES = 128  # content lines kept with their styled form, per widget: three screens of a pane
 
 
 class LineStyles(StylesCache):
