@@ -17,7 +17,7 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -135,6 +135,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         self._styles: tuple | None = None  # (key, styles) of _line_styles: the view's styles, looked up once
         self._gutter_width = self._gutter_for(self.doc)  # rendered before any set_document too
         self._pending_center = False
+        self._frame: tuple | None = None  # what every line of one render_lines call shares (_line_context)
 
     # -- content ---------------------------------------------------------------------------------
     def set_document(self, doc: TextDoc, *, labels: Callable[[int], str] | None = None, cursor: int = 0,
@@ -376,16 +377,26 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
             self._styles = (key, styles)
         return self._styles[1]
 
-    def render_line(self, y: int) -> Strip:
+    def _line_context(self) -> tuple:
         scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self.scrollable_content_region.width
         dark = self.app.current_theme.dark
-        styles = self._line_styles(dark)
+        return scroll_x, scroll_y, self.scrollable_content_region.width, dark, self._line_styles(dark), self.has_focus
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The scroll offset, width, theme and styles, looked up once for the lines drawn, not once a line.
+        self._frame = self._line_context()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y, width, dark, styles, focused = self._frame or self._line_context()
+        index = scroll_y + y
         if index >= len(self.doc):
             return Strip.blank(width, styles["base"])
         marked = index in self.marks
-        key = (index, scroll_x, width, marked, index == self.cursor, self.has_focus, dark)
+        key = (index, scroll_x, width, marked, index == self.cursor, focused, dark)
         strip = self._strips.get(key)
         if strip is None:
             strip = self._render_index(index, scroll_x, width, styles, dark, marked).apply_offsets(scroll_x, index)

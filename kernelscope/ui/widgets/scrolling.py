@@ -1,21 +1,118 @@
-"""StableScrollbars: a scrolling widget that redraws its scrollbars only when they change.
+"""StableScrollbars: a scrolling widget that redraws its scrollbars only when they change, from a cache.
 
 Textual (checked on 8.2.8) calls ``_scroll_update`` on every scrolling widget at every layout of the
 screen, since it hands a ScrollView the visible size as its virtual size, never equal to its own: one
 pane's scrollbar appearing (the kernel pane going from an extern call's note to a Triton kernel) redrew
 every scrollbar on screen and asked for a second frame to draw them. With the same sizes, scroll offset
 and scrollbars as the last time, the update would compute the same scrollbars again: it is skipped.
+
+Its scrollbars are CachedScrollBars: moving through a model's kernels scrolls the FX graph, the output
+code, the kernels list and the Info pane on most keys, and drawing a 42-line scrollbar again through
+Textual's style pipeline took ~1 ms each, the largest part of a frame. A scrollbar's lines depend only on
+what its renderable is built from (sizes, thumb position, colours) and on the styles around it, so the
+lines drawn for one state are kept and given back when the bar comes back to that state (going back up
+the list, the Info pane's few sizes).
 """
 
 from __future__ import annotations
 
-from textual.geometry import Size
+from textual._styles_cache import StylesCache
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.scrollbar import ScrollBar, ScrollBarRender
+from textual.strip import Strip
+
+BAR_STATES = 64  # drawn states kept per scrollbar: a few hundred short Strips at most
+STYLED_LINES = 128  # content lines kept with their styled form, per widget: three screens of a pane
+
+
+class LineStyles(StylesCache):
+    """Textual's StylesCache that keeps the styled form of each content line it is handed.
+
+    After a scroll Textual sends every line of a widget through its style pipeline again (background,
+    tint, opacity, side borders), though most lines are ones drawn a key ago one row up or down. A content
+    line of a widget with no top or bottom border, outline or padding comes out of that pipeline the same
+    at every row (Textual 8.2.8, StylesCache.render_line): its styled form is kept, keyed by the content
+    Strip (the same object from a widget's own line cache, else its segments) and every input of the
+    pipeline (sizes, colours, side borders, tint, opacity, hatch). ``clear_lines`` forgets them."""
+
+    def __init__(self, by_identity: bool) -> None:
+        super().__init__()
+        self._by_identity = by_identity
+        self._styled: LRUCache[object, tuple] = LRUCache(STYLED_LINES)
+
+    def clear_lines(self) -> None:
+        self._styled.clear()
+
+    def render_line(self, styles, y, size, content_size, padding, base_background, background, render_content_line,
+                    border_title, border_subtitle, opacity, ansi_theme, native_ansi):
+        args = (styles, y, size, content_size, padding, base_background, background, render_content_line,
+                border_title, border_subtitle, opacity, ansi_theme, native_ansi)
+        border, outline = styles.border, styles.outline
+        if (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0] or outline[2][0]
+                or border_title is not None or border_subtitle is not None or y >= content_size.height):
+            return super().render_line(*args)
+        content = render_content_line(y)
+        ident = id(content) if self._by_identity else tuple(content)
+        inputs = (size, content_size, padding, base_background, background, opacity, ansi_theme, native_ansi, border,
+                  outline, styles.tint, styles.text_opacity, styles.hatch if styles.has_rule("hatch") else None)
+        entry = self._styled.get(ident)
+        if entry is not None and entry[1] == inputs and (not self._by_identity or entry[0] is content):
+            return entry[2]
+        strip = super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                    lambda _y: content, border_title, border_subtitle, opacity, ansi_theme,
+                                    native_ansi)
+        self._styled[ident] = (content, inputs, strip)
+        return strip
+
+
+class CachedScrollBar(ScrollBar):
+    """A ScrollBar whose drawn lines are kept per state (what Textual's render gives, line for line)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._drawn: LRUCache[tuple, list[Strip]] = LRUCache(BAR_STATES)
+        self._styles_cache = LineStyles(by_identity=False)  # a bar's lines are new Strips at each draw
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles_cache.clear_lines()
+        self._drawn.clear()  # a theme or CSS change: the cached lines are of the old styles
+
+    def _state(self, crop: Region) -> tuple | None:
+        bar = self.render()
+        if type(bar) is not ScrollBarRender:
+            return None
+        app = self.app
+        return (crop, self.size, self.region.size, bar.virtual_size, bar.window_size, bar.position, bar.thickness,
+                bar.vertical, bar.style, self.background_colors, tuple(self.get_line_filters()), self.opacity,
+                app.ansi_theme, app.native_ansi_color, self.app.theme)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if not (self._dirty_regions or self._styles_cache._dirty_lines):
+            return super().render_lines(crop)  # Textual's own line cache is up to date
+        key = self._state(crop)
+        if key is None:
+            return super().render_lines(crop)
+        strips = self._drawn.get(key)
+        if strips is None:
+            strips = super().render_lines(crop)
+            self._drawn[key] = strips
+        return list(strips)
 
 
 class StableScrollbars:
     """Mix into a Textual scrolling widget (before the widget class)."""
 
     _scroll_state: tuple | None = None
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._styles_cache = LineStyles(by_identity=True)  # the widget's render_line keeps its Strips
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()  # type: ignore[misc]
+        self._styles_cache.clear_lines()
 
     def _scroll_update(self, virtual_size: Size) -> None:
         if self._scroll_state == self._scroll_inputs(virtual_size) and not getattr(self, "_scrollbar_changes", True):
@@ -28,3 +125,24 @@ class StableScrollbars:
         return (virtual_size, self.virtual_size, self.size, self.container_size, self.scroll_offset,
                 self.show_vertical_scrollbar, self.show_horizontal_scrollbar, styles.overflow_x, styles.overflow_y,
                 styles.scrollbar_size_vertical, styles.scrollbar_size_horizontal)
+
+    # Textual's properties (8.2.8), making CachedScrollBars.
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        if self._vertical_scrollbar is not None:
+            return self._vertical_scrollbar
+        self._vertical_scrollbar = bar = CachedScrollBar(vertical=True, name="vertical",
+                                                         thickness=self.scrollbar_size_vertical)
+        bar.display = False
+        self.app._start_widget(self, bar)
+        return bar
+
+    @property
+    def horizontal_scrollbar(self) -> ScrollBar:
+        if self._horizontal_scrollbar is not None:
+            return self._horizontal_scrollbar
+        self._horizontal_scrollbar = bar = CachedScrollBar(vertical=False, name="horizontal",
+                                                           thickness=self.scrollbar_size_horizontal)
+        bar.display = False
+        self.app._start_widget(self, bar)
+        return bar
