@@ -137,3 +137,32 @@ def test_kernel_to_its_line_in_blocks_py_and_back(moved_tiny_gpt, size, tmp_path
             assert screen.kernel is gelu
 
     asyncio.run(run())
+
+
+def test_following_a_layer_line_names_each_kernel_once_with_its_count(tmp_path, monkeypatch):
+    """The MLP line of blocks.py feeds a Triton kernel (one row for its 4 launches) and an extern mm per
+    launch (a row each): the toast names each kernel once, with how many rows it has."""
+    import asyncio
+
+    from kernelscope.ui.app import make_app
+
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+    shown: list[str] = []
+
+    async def run():
+        app = make_app(str(Path(__file__).parent / "fixtures" / "gpu" / "tiny_gpt"))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            gelu = next(k for k in screen.bundle.kernels if "gelu" in k.name)
+            screen.select_kernel(gelu)
+            await pilot.pause()
+            monkeypatch.setattr(screen, "notify", lambda text, **kw: shown.append(text))
+            fed = screen.index.kernels_for_source_row(GELU_LINE - 1)
+            screen._follow(("line", GELU_LINE - 1), fed, f"line {GELU_LINE}")
+            mm_rows = sum(1 for k in fed if k.name == "extern_kernels.mm")
+            assert mm_rows > 1 and screen.kernel is gelu
+            assert shown and f"extern_kernels.mm ×{mm_rows}" in shown[-1]
+            assert shown[-1].count("extern_kernels.mm") == 1 and gelu.name in shown[-1]
+
+    asyncio.run(run())

@@ -291,7 +291,10 @@ class ExplorerScreen(Screen):
             back = f"{PANE_KEYS[self.active_pane]}: back to {TAB_LABELS.get(self.active_pane, self.active_pane)}"
             self.action_show_pane("kernel")
         if len(kernels) > 1:
-            names = ", ".join(k.name for k in kernels)
+            counts: dict[str, int] = {}
+            for k in kernels:  # an extern call is a row per launch: "extern_kernels.mm ×8", not 8 names
+                counts[k.name] = counts.get(k.name, 0) + 1
+            names = ", ".join(f"{name} ×{n}" if n > 1 else name for name, n in counts.items())
             again = f"{back}, enter there again: next" if back else "enter again: next"
             self.notify(f"{what} fed {plural(len(kernels), 'kernel')}: {names} ({again})", timeout=4, markup=False)
         else:
