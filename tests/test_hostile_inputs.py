@@ -357,3 +357,15 @@ def test_inputs_too_big_and_sys_exit_are_blamed_right(tmp_path):
     assert done.returncode == 2, done.stderr
     assert "your function called sys.exit(0) (at hostile.py:7)" in done.stderr
     assert "internal error" not in done.stderr
+
+
+def test_a_bad_kernelscope_device_is_named_in_one_line(tmp_path):
+    """KERNELSCOPE_DEVICE=tpu (an environment a user forgot) is a usage error naming the variable,
+    exit 2, never an internal error; nothing is written."""
+    from tests.conftest import kernelscope_cmd
+
+    proc = kernelscope_cmd("capture", "add_relu", "-o", str(tmp_path / "b"), "-q", env={"KERNELSCOPE_DEVICE": "tpu"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("kernelscope: KERNELSCOPE_DEVICE='tpu' is not a device: set it to cuda or cpu, "
+                                   "or unset it")
+    assert not (tmp_path / "b").exists()

@@ -209,6 +209,9 @@ def add_capture_arguments(p: argparse.ArgumentParser) -> None:
 def options_from_args(args: argparse.Namespace, target: Target) -> CaptureOptions:
     """The capture flags over the target's own OPTIONS (a sample's defaults); checked."""
     defaults = dict(target.sample_options)
+    env_device = os.environ.get("KERNELSCOPE_DEVICE")
+    if not args.device and env_device and env_device not in ("cuda", "cpu"):
+        raise SpecError(f"KERNELSCOPE_DEVICE={env_device!r} is not a device: set it to cuda or cpu, or unset it")
 
     def pick(name: str, attr: str) -> bool:
         value = getattr(args, attr, None)
