@@ -7,14 +7,7 @@ import re
 import pytest
 
 from kernelscope.bundle.io import read_bundle
-from tests.conftest import GPU_FIXTURES, PREVIEW_ARCHES, PREVIEW_SAMPLES, kernelscope_cmd
-
-
-def _checked_or_skip() -> None:
-    from kernelscope.capture import preview_patches
-
-    if not preview_patches.torch_checked():
-        pytest.skip(f"--preview was checked against torch {', '.join(preview_patches.CHECKED_TORCH)}")
+from tests.conftest import GPU_FIXTURES, PREVIEW_ARCHES, PREVIEW_SAMPLES, _preview_checked_or_skip, kernelscope_cmd
 
 # torch 2.13's names (the H200 fixture, torch 2.11, names softmax's kernel
 # triton_per_fused__softmax_exp_prepare_softmax_online_sub_0).
@@ -133,7 +126,7 @@ def test_diff_preview_against_the_h200_capture(preview_sm90):
 def test_preview_of_graph_constants_and_benchmarked_padding(tmp_path, name, kernels, note):
     """A constant tensor in the graph is never copied to the absent device; a padding decision Inductor
     would benchmark is answered "no pad" and said so in the bundle's notes."""
-    _checked_or_skip()
+    _preview_checked_or_skip()
     out = tmp_path / name
     proc = kernelscope_cmd("capture", f"tests/fixtures/targets/preview_edges.py::{name}", "--preview", "sm_90",
                            "-o", str(out), "-q")
