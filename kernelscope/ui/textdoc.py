@@ -103,6 +103,16 @@ class TextDoc:
         self._tokens[index] = toks
         return toks
 
+    @property
+    def lexed(self) -> bool:
+        """Whether drawing any line needs no more lexing (a text lexed whole, or nothing to lex)."""
+        return self._whole_lexed or self._lexer_factory is None or len(self.lines) > WHOLE_TEXT_LEX_LIMIT
+
+    def lex(self) -> None:
+        """Lex a small text whole now (what drawing its first line would do); a large one lexes per line."""
+        if not self.lexed and not _defer_lexers and (lexer := self._get_lexer()) is not None:
+            self._lex_whole(lexer)
+
     def _lex_whole(self, lexer: Lexer) -> None:
         self._whole_lexed = True
         per_line: list[Tokens] = [[]]

@@ -8,6 +8,8 @@ selection: setting it shows the kernel in every pane; a pane posts messages to n
 
 from __future__ import annotations
 
+import time
+
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,6 +23,7 @@ from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.compositing import SparseCompositor
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
@@ -32,6 +35,10 @@ PANE_TITLES = {cls.pane_id: cls.pane_title for cls in PANES}
 PANE_KEYS = {cls.pane_id: cls.pane_key for cls in PANES}
 TAB_LABELS = {cls.pane_id: cls.pane_tab for cls in PANES if cls.pane_tab}
 WIDE_MIN = (120, 32)
+# Kernel sources are lexed ahead, one per tick, once the selection has not moved for a moment: a move to a
+# kernel whose source is lexed already draws without Pygments' 5-20 ms.
+LEX_AHEAD_EVERY = 0.05
+LEX_AHEAD_IDLE = 0.25
 
 
 class TitleLine(Static):
@@ -88,6 +95,7 @@ class ExplorerScreen(Screen):
 
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()
+        self._compositor = SparseCompositor()  # a frame draws what changed, not the whole screen
         self.bundle = bundle
         self.previous = previous
         self.request = request  # the CaptureRequest that made this bundle, when captured live
@@ -96,6 +104,7 @@ class ExplorerScreen(Screen):
         self.kernel: Kernel | None = None
         self.active_pane = "kernels"
         self._cycle: tuple[tuple, list[str]] | None = None
+        self._moved_at = 0.0  # when the selection last moved (lexing ahead waits for the user to pause)
 
     @property
     def capture_baseline(self) -> Bundle:
@@ -137,6 +146,16 @@ class ExplorerScreen(Screen):
         # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
         await self.mount(KeyFooter())
+        self._lexing = self.set_interval(LEX_AHEAD_EVERY, self._lex_ahead)
+
+    def _lex_ahead(self) -> None:
+        """While the user is idle, lex the kernel sources they may move to next (from the selection on)."""
+        if not getattr(self.app, "highlighting_ready", True) or time.monotonic() - self._moved_at < LEX_AHEAD_IDLE:
+            return
+        order = self.index.kernels_in_order()
+        i = order.index(self.kernel) if self.kernel in order else 0
+        if not self.pane("kernel").lex_ahead(order[i:] + order[:i]):
+            self._lexing.stop()
 
     def on_resize(self) -> None:
         self._apply_layout()
@@ -221,6 +240,7 @@ class ExplorerScreen(Screen):
         self.selection = (graph, kernel)
 
     def watch_selection(self, selection: tuple[Graph | None, Kernel | None]) -> None:
+        self._moved_at = time.monotonic()
         for cls in PANES:
             self.pane(cls.pane_id).show_selection(*selection)
 

@@ -128,6 +128,10 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         self.query_text = ""
         self.follow_hint = follow_hint
         self._strips: LRUCache[tuple, Strip] = LRUCache(STRIPS_PER_DOC)
+        # A line's tokens as styled runs (or None: a character not one cell wide), per (line, dark): drawn
+        # again with another mark or cursor, or scrolled sideways, a line is not lexed and styled again.
+        self._runs: LRUCache[tuple, tuple | None] = LRUCache(STRIPS_PER_DOC)
+        self._combined: dict[Style, dict[Style, Style]] = {}  # line style -> token style -> both
         # The drawn lines of the last few documents shown, so a document shown again (the kernel pane
         # going back to a kernel) draws from its cache: id(doc) -> (doc, labels, gutter, strips).
         self._doc_strips: LRUCache[int, tuple] = LRUCache(4)
@@ -225,14 +229,18 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         doc, labels, gutter = self.doc, self.labels, self._gutter_width
         entry = self._doc_strips.get(id(doc))
         if entry is None or entry[0] is not doc or entry[1] is not labels or entry[2] != gutter:
-            entry = (doc, labels, gutter, LRUCache(STRIPS_PER_DOC))
+            runs = entry[4] if entry is not None and entry[0] is doc else LRUCache(STRIPS_PER_DOC)
+            entry = (doc, labels, gutter, LRUCache(STRIPS_PER_DOC), runs)
             self._doc_strips[id(doc)] = entry
+        self._runs = entry[4]
         return entry[3]
 
     def _drop_strips(self) -> None:
         """Forget every drawn line (styles, focus or the search changed)."""
         self._doc_strips.clear()
         self._strips.clear()
+        self._runs = LRUCache(STRIPS_PER_DOC)
+        self._combined.clear()
 
     def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:
         """Mark lines (0-based); with ``jump`` the cursor moves to the first one.
@@ -399,9 +407,21 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         key = (index, scroll_x, width, marked, index == self.cursor, focused, dark)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._render_index(index, scroll_x, width, styles, dark, marked).apply_offsets(scroll_x, index)
+            strip = with_offsets(self._render_index(index, scroll_x, width, styles, dark, marked), scroll_x, index)
             self._strips[key] = strip
         return strip
+
+    def _combine(self, line_style: Style, token: Style) -> Style:
+        """``line_style + token``, kept: a screen of code adds the same few pairs hundreds of times."""
+        by_token = self._combined.get(line_style)
+        if by_token is None:
+            if len(self._combined) > 64:
+                self._combined.clear()
+            by_token = self._combined[line_style] = {}
+        style = by_token.get(token)
+        if style is None:
+            style = by_token[token] = line_style + token
+        return style
 
     def _render_index(self, index: int, scroll_x: int, width: int, styles: dict[str, Style], dark: bool,
                       marked: bool) -> Strip:
@@ -428,12 +448,16 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         glyph = MARK_GLYPH if marked else ("›" if index == self.cursor and self.has_focus else " ")
         gutter = f"{glyph}{label.rjust(self._gutter_width - 4)} │ "  # rjust: a width <= 0 pads nothing
         content_width = max(0, width - self._gutter_width)
-        tokens = self.doc.tokens(index)
-        if len(gutter) == self._gutter_width and not (self.query_text and self.doc.match_spans(index, self.query_text)):
-            body = _cropped(tokens, scroll_x, content_width, line_style, dark)
-            if body is not None:
+        if (len(gutter) == self._gutter_width and content_width > 0
+                and not (self.query_text and self.doc.match_spans(index, self.query_text))):
+            runs = self._runs.get((index, dark))
+            if runs is None and (index, dark) not in self._runs:
+                runs = self._runs[(index, dark)] = line_runs(self.doc.tokens(index), dark)
+            if runs is not None:
+                body = cropped(runs, scroll_x, content_width, line_style, self._combine)
                 return Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style), *body],
                              self._gutter_width + content_width)
+        tokens = self.doc.tokens(index)
         gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
         content = Text(style=line_style, no_wrap=True, end="")
         for ttype, value in tokens:
@@ -458,40 +482,69 @@ def _single_cell_chars() -> frozenset[str]:
     return frozenset(c for c in chars if c.isprintable() and get_character_cell_size(c) == 1)
 
 
-def _cropped(tokens, start: int, width: int, line_style: Style, dark: bool) -> list[Segment] | None:
-    """The segments of one line's tokens from cell ``start``, ``width`` cells, padded: what rendering a Text
-    of them and cropping the Strip gives (segment for segment, rich's rules kept: a token without a style
-    is no span, neighbours without one are one segment, and a line with no span at all is one unstyled
-    segment), in a third of the time. None when a character is not one cell wide: then that longer way."""
-    if width <= 0:
-        return None
+def line_runs(tokens, dark: bool) -> tuple[list[tuple[str, Style | None]], bool, int] | None:
+    """A line's tokens as runs of (text, token style or None: no span), neighbours without a style joined,
+    whether any run has a style, and the line's length; None when a character is not one cell wide."""
     single = _single_cell_chars()
-    runs: list[list] = []  # [text, style]; None: no span
+    runs: list[list] = []
     spans = False
+    length = 0
     for ttype, value in tokens:
         if not value:
             continue
         if not (value.isascii() and value.isprintable()) and not single.issuperset(value):
             return None
+        length += len(value)
         style = None if ttype is None else token_style(ttype, dark)
         if style:
             spans = True
-            runs.append([value, line_style + style])
+            runs.append([value, style])
         elif runs and runs[-1][1] is None:
             runs[-1][0] += value
         else:
             runs.append([value, None])
+    return [(value, style) for value, style in runs], spans, length
+
+
+def cropped(runs_of_line: tuple[list[tuple[str, Style | None]], bool, int], start: int, width: int,
+            line_style: Style, combine: Callable[[Style, Style], Style]) -> list[Segment]:
+    """The segments of a line's runs from cell ``start``, ``width`` cells, padded: what rendering a Text of
+    its tokens in ``line_style`` and cropping the Strip gives (segment for segment, rich's rules kept: a
+    token without a style is no span, neighbours without one are one segment, and a line with no span at
+    all is one unstyled segment), in a fraction of the time."""
+    runs, spans, length = runs_of_line
     plain = line_style if spans else None
     out: list[Segment] = []
     end, pos = start + width, 0
     for value, style in runs:
         a, pos = pos, pos + len(value)
-        if pos <= start or a >= end:
+        if pos <= start:
             continue
-        out.append(Segment(value[max(start - a, 0):min(end, pos) - a], plain if style is None else style))
-    if pos == 0 and start == 0:
+        if a >= end:
+            break
+        out.append(Segment(value[max(start - a, 0):min(end, pos) - a], plain if style is None else combine(line_style, style)))
+    if length == 0 and start == 0:
         out.append(Segment(""))  # an empty line renders as one empty, unstyled segment
-    pad = width - max(0, min(pos, end) - start)
+    pad = width - max(0, min(length, end) - start)
     if pad > 0:
         out.append(Segment(" " * pad, line_style))
     return out
+
+
+_OFFSETS: dict[tuple[int, int], Style] = {}
+
+
+def with_offsets(strip: Strip, x: int, y: int) -> Strip:
+    """``strip.apply_offsets(x, y)`` (Textual 8.2.8: each segment's style plus a meta style holding the
+    cell it starts at, for mouse selection), with the meta styles kept instead of pickled again for
+    every segment of every line drawn."""
+    out = []
+    for text, style, _ in strip:
+        meta = _OFFSETS.get((x, y))
+        if meta is None:
+            if len(_OFFSETS) > 65536:
+                _OFFSETS.clear()
+            meta = _OFFSETS[(x, y)] = Style.from_meta({"offset": (x, y)})
+        out.append(Segment(text, style + meta if style else meta))
+        x += len(text)
+    return Strip(out, strip.cell_length)

@@ -44,18 +44,38 @@ class LineStyles(StylesCache):
     def clear_lines(self) -> None:
         self._styled.clear()
 
-    def render_line(self, styles, y, size, content_size, padding, base_background, background, render_content_line,
-                    border_title, border_subtitle, opacity, ansi_theme, native_ansi):
-        args = (styles, y, size, content_size, padding, base_background, background, render_content_line,
-                border_title, border_subtitle, opacity, ansi_theme, native_ansi)
+    _frame: tuple | None = None  # (whether the fast path applies, the pipeline's inputs) for one render call
+
+    def render(self, *args, **kwargs):
+        self._frame = None  # what the lines of one call share is looked up at its first line, once
+        try:
+            return super().render(*args, **kwargs)
+        finally:
+            self._frame = None
+
+    def _frame_inputs(self, styles, size, content_size, padding, base_background, background, border_title,
+                      border_subtitle, opacity, ansi_theme, native_ansi) -> tuple:
         border, outline = styles.border, styles.outline
-        if (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0] or outline[2][0]
-                or border_title is not None or border_subtitle is not None or y >= content_size.height):
-            return super().render_line(*args)
-        content = render_content_line(y)
-        ident = id(content) if self._by_identity else tuple(content)
+        simple = not (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0]
+                      or outline[2][0] or border_title is not None or border_subtitle is not None)
         inputs = (size, content_size, padding, base_background, background, opacity, ansi_theme, native_ansi, border,
                   outline, styles.tint, styles.text_opacity, styles.hatch if styles.has_rule("hatch") else None)
+        return simple, inputs
+
+    def render_line(self, styles, y, size, content_size, padding, base_background, background, render_content_line,
+                    border_title, border_subtitle, opacity, ansi_theme, native_ansi):
+        frame = self._frame
+        if frame is None or frame[2] is not styles or frame[3] != (size, content_size, padding):
+            simple, inputs = self._frame_inputs(styles, size, content_size, padding, base_background, background,
+                                                border_title, border_subtitle, opacity, ansi_theme, native_ansi)
+            frame = self._frame = (simple, inputs, styles, (size, content_size, padding))
+        simple, inputs = frame[0], frame[1]
+        if not simple or y >= content_size.height:
+            return super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                       render_content_line, border_title, border_subtitle, opacity, ansi_theme,
+                                       native_ansi)
+        content = render_content_line(y)
+        ident = id(content) if self._by_identity else tuple(content)
         entry = self._styled.get(ident)
         if entry is not None and entry[1] == inputs and (not self._by_identity or entry[0] is content):
             return entry[2]

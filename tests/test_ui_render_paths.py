@@ -1,0 +1,180 @@
+"""The shortcuts that keep moving through a 12-layer GPT-2 fluid draw exactly what Textual's own paths
+draw: the sparse compositor sends the same cells, a code line's fast segments are rich's, the offsets
+are Textual's, and kernel sources lexed while the user is idle are not lexed again on a move."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pygments.token import Token
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual._compositor import Compositor
+from textual.strip import Strip
+
+from kernelscope.ui import textdoc
+from kernelscope.ui.app import make_app
+from kernelscope.ui.panes.base import kernel_lexer, python_lexer
+from kernelscope.ui.screens.explorer import ExplorerScreen
+from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.widgets.code_view import CodeView, cropped, line_runs, token_style, with_offsets
+from kernelscope.ui.widgets.compositing import SparseCompositor
+
+from .conftest import GPU_FIXTURES
+
+GPT2 = GPU_FIXTURES / "gpt2"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+
+
+async def _explorer(app, pilot) -> ExplorerScreen:
+    while not isinstance(app.screen, ExplorerScreen):
+        await pilot.pause(0)
+    await pilot.pause(0.2)
+    return app.screen
+
+
+def _cells(update, y: int, x1: int, x2: int) -> list[tuple[str, Style | None]]:
+    """The cells a ChopsUpdate writes on line y between x1 and x2: (character, style) each."""
+    out: list[tuple[str, Style | None]] = []
+    for (x, strip), end in zip(update.chops[y].items(), update.chop_ends[y]):
+        if strip is None or end <= x1 or x >= x2:
+            continue
+        piece = strip.crop(max(x1, x) - x, min(x2, end) - x)
+        out += [(ch, seg.style) for seg in piece for ch in seg.text]
+    return out
+
+
+def test_sparse_compositor_sends_the_cells_textual_sends():
+    """Every frame while moving down and up the GPT-2 kernels: the cells in each repainted span are the ones
+    Textual's compositor gives for the same regions (each frame checked; the widgets drawn once)."""
+    frames = []
+    sparse = SparseCompositor.render_partial_update
+
+    def both(self):
+        regions = set(self._dirty_regions)
+        update = sparse(self)
+        if update is None:
+            return None
+        self._dirty_regions = regions
+        full = Compositor.render_partial_update(self)
+        assert full.spans == update.spans
+        for y, x1, x2 in update.spans:
+            assert _cells(update, y, x1, x2) == _cells(full, y, x1, x2), (y, x1, x2)
+        frames.append(len(update.spans))
+        return update
+
+    async def run():
+        app = make_app(str(GPT2))
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            assert isinstance(screen._compositor, SparseCompositor)
+            SparseCompositor.render_partial_update = both
+            try:
+                for key in ["down"] * 12 + ["up"] * 4 + ["3", "down", "2", "down"]:
+                    await pilot.press(key)
+            finally:
+                SparseCompositor.render_partial_update = sparse
+
+    asyncio.run(run())
+    assert len(frames) >= 16 and sum(frames) > 16 * 40, frames  # many frames, each of many lines, compared
+
+
+def _slow(tokens, start: int, width: int, line_style: Style, dark: bool, console: Console) -> list:
+    """What CodeView draws without the fast path: a Text of the tokens, rendered and cropped."""
+    content = Text(style=line_style, no_wrap=True, end="")
+    for ttype, value in tokens:
+        content.append(value, None if ttype is None else token_style(ttype, dark))
+    return list(Strip(content.render(console)).crop_extend(start, start + width, line_style))
+
+
+@pytest.mark.parametrize("dark", [True, False])
+def test_fast_code_lines_are_the_segments_rich_renders(dark):
+    """The FX graph and a Triton kernel of GPT-2, scrolled sideways, marked or not: segment for segment."""
+    graph = GPT2 / "graphs" / "0-0-inference"
+    texts = [(graph / "fx_post_grad.txt").read_text()[:20000], (graph / "output_code.py").read_text()[:20000],
+             "def f(x):\n    return x  # é\n\n\ty = '''a\nb'''\n"]
+    texts += [k.read_text() for k in sorted((GPT2 / "kernels" / "0-0-inference").glob("*.py"))[:3]]
+    console = Console(width=200, color_system="truecolor")
+    base = Style(bgcolor="#1e1e1e", color="#e0e0e0")
+    marked = base + Style(bgcolor="#3a3000", bold=True)
+    compared = 0
+    # Lines not lexed yet (type None: drawn in the view's colour, no span at all), and half lexed.
+    unlexed = [[(None, "    view_2 = torch.ops.aten.view.default(x, [4, 512])")], [(None, "a "), (Token.Name, "b")],
+               [(Token.Text, "")]]
+    for text in [*texts, None]:
+        lines = unlexed if text is None else None
+        doc = TextDoc(text or "", python_lexer)
+        for i in range(len(lines) if lines else min(len(doc), 300)):
+            tokens = lines[i] if lines else doc.tokens(i)
+            runs = line_runs(tokens, dark)
+            if runs is None:
+                continue
+            for line_style in (base, marked):
+                for start, width in ((0, 60), (0, 200), (8, 40), (50, 30)):
+                    fast = cropped(runs, start, width, line_style, lambda a, b: a + b)
+                    assert fast == _slow(tokens, start, width, line_style, dark, console), (i, start, width)
+                    compared += 1
+    assert compared > 500
+
+
+def test_offsets_are_textuals():
+    strip = Strip([Segment("ab", Style(bold=True)), Segment("cde"), Segment("f", Style(color="red"))], 6)
+    for x, y in ((0, 0), (5, 17), (0, 3)):
+        assert list(with_offsets(strip, x, y)) == list(strip.apply_offsets(x, y))
+        assert [s.style.meta for s in with_offsets(strip, x, y)] == [s.style.meta for s in strip.apply_offsets(x, y)]
+
+
+def test_kernel_sources_are_lexed_while_idle_not_on_the_move(monkeypatch):
+    """Opened and left alone, the explorer lexes the kernel sources ahead; moving then lexes none."""
+    lexed: list[int] = []
+    whole = TextDoc._lex_whole
+
+    def counting(self, lexer):
+        lexed.append(len(self.lines))
+        return whole(self, lexer)
+
+    async def run():
+        app = make_app(str(GPT2))
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            await pilot.pause(2.0)  # idle: the sources are lexed, one per tick
+            pane = screen.pane("kernel")
+            triton = [k for k in screen.index.kernels_in_order() if k.lang != "extern" and k.source]
+            docs = {(k.source, k.lang) for k in triton}
+            assert len(docs) > 5
+            assert all(pane._docs.get(key) is not None and pane._docs.get(key).lexed for key in docs)
+            monkeypatch.setattr(TextDoc, "_lex_whole", counting)
+            for _ in range(30):
+                await pilot.press("down")
+            assert screen.kernel is not triton[0]
+
+    asyncio.run(run())
+    assert lexed == []
+
+
+def test_lexing_ahead_waits_for_highlighting():
+    """Before lexers may run (the first frame), lex() does nothing and the text stays unlexed."""
+    doc = TextDoc("x = 1\n", kernel_lexer("triton"))
+    textdoc.defer_lexers(True)
+    try:
+        doc.lex()
+        assert not doc.lexed
+    finally:
+        textdoc.defer_lexers(False)
+    doc.lex()
+    assert doc.lexed and doc.tokens(0)[0][1] == "x"
+
+
+def test_code_view_fast_path_is_used_for_plain_lines():
+    """A plain ASCII line takes the fast path (its runs kept per line), a wide character the slow one."""
+    view = CodeView()
+    view.doc = TextDoc("a = 1\nb = '漢'\n", python_lexer)
+    assert line_runs(view.doc.tokens(0), True) is not None
+    assert line_runs(view.doc.tokens(1), True) is None
