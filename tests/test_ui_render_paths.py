@@ -113,13 +113,15 @@ def test_fast_code_lines_are_the_segments_rich_renders(dark):
         doc = TextDoc(text or "", python_lexer)
         for i in range(len(lines) if lines else min(len(doc), 300)):
             tokens = lines[i] if lines else doc.tokens(i)
-            runs = line_runs(tokens, dark)
-            if runs is None:
+            if line_runs(tokens, dark) is None:
                 continue
             for line_style in (base, marked):
                 for start, width in ((0, 60), (0, 200), (8, 40), (50, 30)):
-                    fast = cropped(runs, start, width, line_style, lambda a, b: a + b)
-                    assert fast == _slow(tokens, start, width, line_style, dark, console), (i, start, width)
+                    slow = _slow(tokens, start, width, line_style, dark, console)
+                    for limit in (None, start + width, start + 2 * width):  # the whole line, or runs past the window
+                        runs = line_runs(tokens, dark, limit)
+                        fast = cropped(runs, start, width, line_style, lambda a, b: a + b)
+                        assert fast == slow, (i, start, width, limit)
                     compared += 1
     assert compared > 500
 
@@ -178,3 +180,77 @@ def test_code_view_fast_path_is_used_for_plain_lines():
     view.doc = TextDoc("a = 1\nb = '漢'\n", python_lexer)
     assert line_runs(view.doc.tokens(0), True) is not None
     assert line_runs(view.doc.tokens(1), True) is None
+
+
+def test_styled_lines_are_the_ones_textuals_style_pipeline_gives():
+    """Every line of every scrolling widget of the explorer (code views with and without scrollbars, the
+    kernel table, scrollbars), through LineStyles' shortcuts and through Textual's StylesCache: the same
+    segments, the same length."""
+    from textual._styles_cache import StylesCache
+
+    from kernelscope.ui.widgets.scrolling import LineStyles
+
+    async def run():
+        app = make_app(str(GPT2))
+        compared = 0
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            for key in ["down"] * 3:
+                await pilot.press(key)
+            widgets = [w for w in screen.walk_children() if isinstance(getattr(w, "_styles_cache", None), LineStyles)]
+            widgets += [bar for w in list(widgets) for bar in (w._vertical_scrollbar, w._horizontal_scrollbar)
+                        if bar is not None and bar.display]
+            assert {w.id for w in widgets} >= {"fx", "output", "kernel", "info", "kernels"}
+            for widget in widgets:
+                cache = widget._styles_cache
+                base_background, background = widget.background_colors
+                args = (widget.styles, widget.region.size, widget.content_region.size, widget.styles.padding,
+                        base_background, background, widget.render_line, None, None, widget.opacity,
+                        app.ansi_theme, app.native_ansi_color)
+                for y in range(widget.region.height):
+                    cache._frame = None
+                    ours = cache.render_line(args[0], y, *args[1:])
+                    theirs = StylesCache.render_line(StylesCache(), args[0], y, *args[1:])
+                    assert list(ours) == list(theirs) and ours.cell_length == theirs.cell_length, (widget.id, y)
+                    compared += 1
+        return compared
+
+    assert asyncio.run(run()) > 150
+
+
+def test_moving_through_kernels_runs_no_garbage_collection_and_a_pause_reclaims():
+    """30 moves through GPT-2's kernels: no collection of the young generations (what each move drew is
+    frozen as the next starts); after RECLAIM_AFTER moves, an idle tick collects what the freezes kept."""
+    import gc
+
+    from kernelscope.ui import gcpolicy
+
+    collections: list[int] = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    async def run():
+        app = make_app(str(GPT2))
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            await pilot.pause(0.3)
+            gc.callbacks.append(count)
+            try:
+                for _ in range(30):
+                    await pilot.press("down")
+            finally:
+                gc.callbacks.remove(count)
+            policy = screen.move_gc
+            assert policy.moves >= 30 and policy.reclaims == []
+            policy.idle_tick()  # fewer moves than RECLAIM_AFTER: nothing
+            assert policy.reclaims == []
+            policy.moves, policy.last_move = gcpolicy.RECLAIM_AFTER, 0.0
+            frozen = gc.get_freeze_count()
+            policy.idle_tick()
+            assert len(policy.reclaims) == 1 and policy.moves == 0
+            assert gc.get_freeze_count() <= frozen  # unreachable objects the freezes kept are gone
+
+    asyncio.run(run())
+    assert [g for g in collections if g < 2] == [], collections

@@ -18,6 +18,7 @@ from textual.reactive import reactive
 
 from kernelscope.ui import messages, textdoc
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.gcpolicy import YOUNG
 
 if TYPE_CHECKING:
     import argparse
@@ -112,8 +113,10 @@ class KernelscopeApp(App):
             gc.freeze()
             # And full collections ten times rarer: caches of drawn lines fill as one moves (tens of thousands
             # of small objects), and each full collection walked them all again (50-100 ms, every ~12 keys).
-            young, middle, _ = gc.get_threshold()
-            gc.set_threshold(young, middle, FULL_GC_EVERY)
+            # Young collections rarer too: the explorer freezes what each move drew (ui/gcpolicy.py), so
+            # young objects are only those of the current move.
+            _, middle, _ = gc.get_threshold()
+            gc.set_threshold(YOUNG, middle, FULL_GC_EVERY)
             gc.enable()
         textdoc.defer_lexers(False)
         for screen in self.screen_stack:

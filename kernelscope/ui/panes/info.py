@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.cache import LRUCache
 
+from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane
 from kernelscope.ui.summary import capture_info, kernel_info
 from kernelscope.ui.textdoc import TextDoc
@@ -18,7 +18,7 @@ class InfoPane(Pane):
         super().__init__(**kwargs)
         self._capture: TextDoc | None = None  # the capture's part: the same for every kernel, built once
         self._shown: str | None = None  # the kernel shown (its id)
-        self._docs: LRUCache[str, TextDoc] = LRUCache(64)  # kernel id -> its text: shown again, drawn from cache
+        self._docs: Kept[str, TextDoc] = Kept(64)  # kernel id -> its text: shown again, drawn from cache
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="info")

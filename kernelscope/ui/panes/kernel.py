@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.cache import LRUCache
 
+from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane, kernel_lexer
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
@@ -19,7 +19,7 @@ class KernelPane(Pane):
         self._loaded: tuple | None = None
         # (source file, language) -> the source as a TextDoc, lexed once: a kernel shown again, or another
         # launch site of the same source (a model's layers share kernels), lexes and draws from cache.
-        self._docs: LRUCache[tuple, TextDoc] = LRUCache(64)
+        self._docs: Kept[tuple, TextDoc] = Kept(64)
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="kernel")

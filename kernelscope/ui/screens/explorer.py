@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Static, Tab, Tabs
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.summary import title_line
@@ -105,6 +106,7 @@ class ExplorerScreen(Screen):
         self.active_pane = "kernels"
         self._cycle: tuple[tuple, list[str]] | None = None
         self._moved_at = 0.0  # when the selection last moved (lexing ahead waits for the user to pause)
+        self.move_gc = MoveGC()
 
     @property
     def capture_baseline(self) -> Bundle:
@@ -147,6 +149,7 @@ class ExplorerScreen(Screen):
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
         await self.mount(KeyFooter())
         self._lexing = self.set_interval(LEX_AHEAD_EVERY, self._lex_ahead)
+        self.set_interval(1.0, self.move_gc.idle_tick)
 
     def _lex_ahead(self) -> None:
         """While the user is idle, lex the kernel sources they may move to next (from the selection on)."""
@@ -241,6 +244,7 @@ class ExplorerScreen(Screen):
 
     def watch_selection(self, selection: tuple[Graph | None, Kernel | None]) -> None:
         self._moved_at = time.monotonic()
+        self.move_gc.moved()  # what the last move drew leaves the collected generations
         for cls in PANES:
             self.pane(cls.pane_id).show_selection(*selection)
 

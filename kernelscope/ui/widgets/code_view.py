@@ -16,12 +16,12 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kernelscope.ui.lru import Kept
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.scrolling import StableScrollbars
 
@@ -127,15 +127,15 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         self._mark_list: list[int] = []
         self.query_text = ""
         self.follow_hint = follow_hint
-        self._strips: LRUCache[tuple, Strip] = LRUCache(STRIPS_PER_DOC)
+        self._strips: Kept[tuple, Strip] = Kept(STRIPS_PER_DOC)
         # A line's tokens as styled runs (or None: a character not one cell wide), per (line, dark): drawn
         # again with another mark or cursor, or scrolled sideways, a line is not lexed and styled again.
-        self._runs: LRUCache[tuple, tuple | None] = LRUCache(STRIPS_PER_DOC)
+        self._runs: Kept[tuple, tuple | None] = Kept(STRIPS_PER_DOC)
         self._combined: dict[Style, dict[Style, Style]] = {}  # line style -> token style -> both
         # The drawn lines of the last few documents shown, so a document shown again (the kernel pane
         # going back to a kernel) draws from its cache: id(doc) -> (doc, labels, gutter, strips).
-        self._doc_strips: LRUCache[int, tuple] = LRUCache(4)
-        self._placeholders: LRUCache[str, TextDoc] = LRUCache(64)
+        self._doc_strips: Kept[int, tuple] = Kept(4)
+        self._placeholders: Kept[str, TextDoc] = Kept(64)
         self._styles: tuple | None = None  # (key, styles) of _line_styles: the view's styles, looked up once
         self._gutter_width = self._gutter_for(self.doc)  # rendered before any set_document too
         self._pending_center = False
@@ -225,12 +225,12 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
             self.virtual_size = size
         self.refresh()
 
-    def _strips_for_doc(self) -> LRUCache[tuple, Strip]:
+    def _strips_for_doc(self) -> Kept[tuple, Strip]:
         doc, labels, gutter = self.doc, self.labels, self._gutter_width
         entry = self._doc_strips.get(id(doc))
         if entry is None or entry[0] is not doc or entry[1] is not labels or entry[2] != gutter:
-            runs = entry[4] if entry is not None and entry[0] is doc else LRUCache(STRIPS_PER_DOC)
-            entry = (doc, labels, gutter, LRUCache(STRIPS_PER_DOC), runs)
+            runs = entry[4] if entry is not None and entry[0] is doc else Kept(STRIPS_PER_DOC)
+            entry = (doc, labels, gutter, Kept(STRIPS_PER_DOC), runs)
             self._doc_strips[id(doc)] = entry
         self._runs = entry[4]
         return entry[3]
@@ -239,7 +239,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         """Forget every drawn line (styles, focus or the search changed)."""
         self._doc_strips.clear()
         self._strips.clear()
-        self._runs = LRUCache(STRIPS_PER_DOC)
+        self._runs = Kept(STRIPS_PER_DOC)
         self._combined.clear()
 
     def set_marks(self, indices: Iterable[int], *, jump: bool = True) -> None:
@@ -407,7 +407,11 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         key = (index, scroll_x, width, marked, index == self.cursor, focused, dark)
         strip = self._strips.get(key)
         if strip is None:
-            strip = with_offsets(self._render_index(index, scroll_x, width, styles, dark, marked), scroll_x, index)
+            drawn = self._render_index(index, scroll_x, width, styles, dark, marked)
+            if isinstance(drawn, Strip):
+                strip = with_offsets(drawn, scroll_x, index)
+            else:  # the fast path's segments: one Strip, made with its offsets
+                strip = with_offsets(drawn, scroll_x, index, self._gutter_width + max(0, width - self._gutter_width))
             self._strips[key] = strip
         return strip
 
@@ -424,7 +428,8 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         return style
 
     def _render_index(self, index: int, scroll_x: int, width: int, styles: dict[str, Style], dark: bool,
-                      marked: bool) -> Strip:
+                      marked: bool) -> Strip | list[Segment]:
+        """The line's Strip, or on the fast path its segments (gutter and text, padded to ``width``)."""
         base = styles["base"]
         if self.placeholder:
             style = base + styles["placeholder"]
@@ -450,13 +455,14 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         content_width = max(0, width - self._gutter_width)
         if (len(gutter) == self._gutter_width and content_width > 0
                 and not (self.query_text and self.doc.match_spans(index, self.query_text))):
+            end = scroll_x + content_width
             runs = self._runs.get((index, dark))
-            if runs is None and (index, dark) not in self._runs:
-                runs = self._runs[(index, dark)] = line_runs(self.doc.tokens(index), dark)
+            if (runs is None and (index, dark) not in self._runs) or (runs is not None and runs[2] < end
+                                                                      and not runs[3]):
+                runs = self._runs[(index, dark)] = line_runs(self.doc.tokens(index), dark, max(end, 2 * width))
             if runs is not None:
                 body = cropped(runs, scroll_x, content_width, line_style, self._combine)
-                return Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style), *body],
-                             self._gutter_width + content_width)
+                return [Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style), *body]
         tokens = self.doc.tokens(index)
         gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
         content = Text(style=line_style, no_wrap=True, end="")
@@ -482,16 +488,22 @@ def _single_cell_chars() -> frozenset[str]:
     return frozenset(c for c in chars if c.isprintable() and get_character_cell_size(c) == 1)
 
 
-def line_runs(tokens, dark: bool) -> tuple[list[tuple[str, Style | None]], bool, int] | None:
+def line_runs(tokens, dark: bool, limit: int | None = None) -> tuple[list[tuple[str, Style | None]], bool, int,
+                                                                       bool] | None:
     """A line's tokens as runs of (text, token style or None: no span), neighbours without a style joined,
-    whether any run has a style, and the line's length; None when a character is not one cell wide."""
+    whether any token of the line has a style, the length the runs cover and whether that is the whole
+    line; None when a character is not one cell wide. With ``limit``, runs stop once they cover that many
+    cells (a long FX line is drawn 40 cells at a time): the rest of the line is only looked at for a style."""
     single = _single_cell_chars()
     runs: list[list] = []
     spans = False
     length = 0
-    for ttype, value in tokens:
+    for i, (ttype, value) in enumerate(tokens):
         if not value:
             continue
+        if limit is not None and length >= limit:
+            spans = spans or any(v and t is not None and token_style(t, dark) for t, v in tokens[i:])
+            return [(value, style) for value, style in runs], spans, length, False
         if not (value.isascii() and value.isprintable()) and not single.issuperset(value):
             return None
         length += len(value)
@@ -503,16 +515,16 @@ def line_runs(tokens, dark: bool) -> tuple[list[tuple[str, Style | None]], bool,
             runs[-1][0] += value
         else:
             runs.append([value, None])
-    return [(value, style) for value, style in runs], spans, length
+    return [(value, style) for value, style in runs], spans, length, True
 
 
-def cropped(runs_of_line: tuple[list[tuple[str, Style | None]], bool, int], start: int, width: int,
+def cropped(runs_of_line: tuple[list[tuple[str, Style | None]], bool, int, bool], start: int, width: int,
             line_style: Style, combine: Callable[[Style, Style], Style]) -> list[Segment]:
     """The segments of a line's runs from cell ``start``, ``width`` cells, padded: what rendering a Text of
     its tokens in ``line_style`` and cropping the Strip gives (segment for segment, rich's rules kept: a
     token without a style is no span, neighbours without one are one segment, and a line with no span at
     all is one unstyled segment), in a fraction of the time."""
-    runs, spans, length = runs_of_line
+    runs, spans, length, _whole = runs_of_line  # runs cover the window: length >= start + width, or whole
     plain = line_style if spans else None
     out: list[Segment] = []
     end, pos = start + width, 0
@@ -534,10 +546,10 @@ def cropped(runs_of_line: tuple[list[tuple[str, Style | None]], bool, int], star
 _OFFSETS: dict[tuple[int, int], Style] = {}
 
 
-def with_offsets(strip: Strip, x: int, y: int) -> Strip:
+def with_offsets(strip: Strip | list[Segment], x: int, y: int, cell_length: int | None = None) -> Strip:
     """``strip.apply_offsets(x, y)`` (Textual 8.2.8: each segment's style plus a meta style holding the
     cell it starts at, for mouse selection), with the meta styles kept instead of pickled again for
-    every segment of every line drawn."""
+    every segment of every line drawn. Also takes the segments of a line ``cell_length`` cells long."""
     out = []
     for text, style, _ in strip:
         meta = _OFFSETS.get((x, y))
@@ -547,4 +559,4 @@ def with_offsets(strip: Strip, x: int, y: int) -> Strip:
             meta = _OFFSETS[(x, y)] = Style.from_meta({"offset": (x, y)})
         out.append(Segment(text, style + meta if style else meta))
         x += len(text)
-    return Strip(out, strip.cell_length)
+    return Strip(out, strip.cell_length if cell_length is None else cell_length)

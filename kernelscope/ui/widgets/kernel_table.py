@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.cache import LRUCache
 from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -16,6 +15,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.symbolic import moved_per_call
+from kernelscope.ui.lru import Kept, clear_textual_lru
 from kernelscope.ui.widgets.scrolling import StableScrollbars
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_middle
@@ -68,7 +68,7 @@ class KernelTable(StableScrollbars, DataTable):
         self.fed_ids: set[str] = set()
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
-        self._lines: LRUCache[tuple, Strip] = LRUCache(512)  # see render_line
+        self._lines: Kept[tuple, Strip] = Kept(512)  # see render_line
 
     def on_mount(self) -> None:
         self.add_column(" ", key="mark", width=1)
@@ -216,7 +216,7 @@ class KernelTable(StableScrollbars, DataTable):
                               (renderables, lambda k: k[1] in indices)):
             for key in [key for key in cache.keys() if wanted(key)]:
                 cache.discard(key)
-        lines.clear()  # keyed by screen line: cheap to rebuild from the cached rows
+        clear_textual_lru(lines)  # keyed by screen line: cheap to rebuild from the cached rows
         for index in indices:
             self.refresh_row(index)
         return True

@@ -16,11 +16,13 @@ the list, the Info pane's few sizes).
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from textual._styles_cache import StylesCache
-from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
+
+from kernelscope.ui.lru import Kept
 
 BAR_STATES = 64  # drawn states kept per scrollbar: a few hundred short Strips at most
 STYLED_LINES = 128  # content lines kept with their styled form, per widget: three screens of a pane
@@ -39,7 +41,7 @@ class LineStyles(StylesCache):
     def __init__(self, by_identity: bool) -> None:
         super().__init__()
         self._by_identity = by_identity
-        self._styled: LRUCache[object, tuple] = LRUCache(STYLED_LINES)
+        self._styled: Kept[object, tuple] = Kept(STYLED_LINES)
 
     def clear_lines(self) -> None:
         self._styled.clear()
@@ -58,32 +60,66 @@ class LineStyles(StylesCache):
         border, outline = styles.border, styles.outline
         simple = not (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0]
                       or outline[2][0] or border_title is not None or border_subtitle is not None)
+        hatch = styles.hatch if styles.has_rule("hatch") else None
         inputs = (size, content_size, padding, base_background, background, opacity, ansi_theme, native_ansi, border,
-                  outline, styles.tint, styles.text_opacity, styles.hatch if styles.has_rule("hatch") else None)
-        return simple, inputs
+                  outline, styles.tint, styles.text_opacity, hatch)
+        # Nothing around or over the content (no padding, side border or outline, tint, opacity, hatch):
+        # Textual's render_line (8.2.8) gives a content line as wide as the content area back as a Strip of
+        # the same segments, declared as wide as the widget: the content line itself when those are equal.
+        passthrough = (simple and not (padding.left or padding.right or border[1][0] or border[3][0] or outline[1][0]
+                                       or outline[3][0])
+                       and not styles.tint.a and opacity == 1.0 and styles.text_opacity == 1.0
+                       and (hatch is None or hatch == "none" or hatch[0] == " " or not hatch[1].a))
+        return simple, inputs, passthrough
 
     def render_line(self, styles, y, size, content_size, padding, base_background, background, render_content_line,
                     border_title, border_subtitle, opacity, ansi_theme, native_ansi):
         frame = self._frame
-        if frame is None or frame[2] is not styles or frame[3] != (size, content_size, padding):
-            simple, inputs = self._frame_inputs(styles, size, content_size, padding, base_background, background,
-                                                border_title, border_subtitle, opacity, ansi_theme, native_ansi)
-            frame = self._frame = (simple, inputs, styles, (size, content_size, padding))
-        simple, inputs = frame[0], frame[1]
-        if not simple or y >= content_size.height:
+        if frame is None or frame[3] is not styles or frame[4] != (size, content_size, padding):
+            keep, inputs, passthrough = self._frame_inputs(styles, size, content_size, padding, base_background,
+                                                           background, border_title, border_subtitle, opacity,
+                                                           ansi_theme, native_ansi)
+            frame = self._frame = (keep, inputs, passthrough, styles, (size, content_size, padding))
+        keep, inputs, passthrough = frame[0], frame[1], frame[2]
+        if not keep or y >= content_size.height:
             return super().render_line(styles, y, size, content_size, padding, base_background, background,
                                        render_content_line, border_title, border_subtitle, opacity, ansi_theme,
                                        native_ansi)
         content = render_content_line(y)
+        passed = passthrough and content.cell_length <= content_size.width
+        if passed and content.cell_length == content_size.width == size.width:
+            return content
         ident = id(content) if self._by_identity else tuple(content)
         entry = self._styled.get(ident)
         if entry is not None and entry[1] == inputs and (not self._by_identity or entry[0] is content):
             return entry[2]
-        strip = super().render_line(styles, y, size, content_size, padding, base_background, background,
-                                    lambda _y: content, border_title, border_subtitle, opacity, ansi_theme,
-                                    native_ansi)
+        if passed:
+            # The content's segments, padded with the inner background to the content area's width (a
+            # scrolling widget's lines stop before its scrollbar), declared as long as the widget.
+            segments = list(content)
+            if content.cell_length < content_size.width:
+                inner = self.get_inner_outer(base_background, background)[0].rich_style
+                segments.append(Segment(" " * (content_size.width - content.cell_length), inner))
+            strip = Strip(segments, size.width)
+        else:
+            strip = super().render_line(styles, y, size, content_size, padding, base_background, background,
+                                        lambda _y: content, border_title, border_subtitle, opacity, ansi_theme,
+                                        native_ansi)
+            untie(content)
         self._styled[ident] = (content, inputs, strip)
         return strip
+
+
+def untie(strip: Strip) -> None:
+    """Forget what a Strip's own caches hold of itself.
+
+    Textual's Strip.adjust_cell_length (8.2.8), called on every content line the style pipeline draws,
+    keeps the strip in its own cache when its length is right already: a reference cycle, so each line
+    drawn and later dropped from a cache was garbage only the cyclic GC could free. Moving through a
+    model's kernels made ~800 such objects a key, and the collections that freed them took ~3 ms a key."""
+    cache = strip._line_length_cache
+    if cache and any(value is strip for value in cache._cache.values()):
+        cache.clear()
 
 
 class CachedScrollBar(ScrollBar):
@@ -91,7 +127,7 @@ class CachedScrollBar(ScrollBar):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._drawn: LRUCache[tuple, list[Strip]] = LRUCache(BAR_STATES)
+        self._drawn: Kept[tuple, list[Strip]] = Kept(BAR_STATES)
         self._styles_cache = LineStyles(by_identity=False)  # a bar's lines are new Strips at each draw
 
     def notify_style_update(self) -> None:
