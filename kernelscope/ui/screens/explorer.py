@@ -36,10 +36,11 @@ PANE_TITLES = {cls.pane_id: cls.pane_title for cls in PANES}
 PANE_KEYS = {cls.pane_id: cls.pane_key for cls in PANES}
 TAB_LABELS = {cls.pane_id: cls.pane_tab for cls in PANES if cls.pane_tab}
 WIDE_MIN = (120, 32)
-# Kernel sources are lexed ahead, one per tick, once the selection has not moved for a moment: a move to a
+# Kernel sources are lexed ahead, ~12 ms a tick, once the selection has not moved for a moment: a move to a
 # kernel whose source is lexed already draws without Pygments' 5-20 ms.
 LEX_AHEAD_EVERY = 0.05
 LEX_AHEAD_IDLE = 0.25
+LEX_AHEAD_BUDGET = 0.012  # seconds of lexing per tick (one source may take longer: it is not cut)
 
 
 class TitleLine(Static):
@@ -157,8 +158,11 @@ class ExplorerScreen(Screen):
             return
         order = self.index.kernels_in_order()
         i = order.index(self.kernel) if self.kernel in order else 0
-        if not self.pane("kernel").lex_ahead(order[i:] + order[:i]):
-            self._lexing.stop()
+        ahead, pane, start = order[i:] + order[:i], self.pane("kernel"), time.perf_counter()
+        while time.perf_counter() - start < LEX_AHEAD_BUDGET:  # a few sources a tick, a key waits no longer
+            if not pane.lex_ahead(ahead):
+                self._lexing.stop()
+                return
 
     def on_resize(self) -> None:
         self._apply_layout()
