@@ -46,7 +46,9 @@ class LineStyles(StylesCache):
     def clear_lines(self) -> None:
         self._styled.clear()
 
-    _frame: tuple | None = None  # (whether the fast path applies, the pipeline's inputs) for one render call
+    # For one render call: (whether lines are kept, the pipeline's inputs, whether a line passes through
+    # unchanged, the styles and sizes these were computed for).
+    _frame: tuple | None = None
 
     def render(self, *args, **kwargs):
         self._frame = None  # what the lines of one call share is looked up at its first line, once
@@ -105,21 +107,8 @@ class LineStyles(StylesCache):
             strip = super().render_line(styles, y, size, content_size, padding, base_background, background,
                                         lambda _y: content, border_title, border_subtitle, opacity, ansi_theme,
                                         native_ansi)
-            untie(content)
         self._styled[ident] = (content, inputs, strip)
         return strip
-
-
-def untie(strip: Strip) -> None:
-    """Forget what a Strip's own caches hold of itself.
-
-    Textual's Strip.adjust_cell_length (8.2.8), called on every content line the style pipeline draws,
-    keeps the strip in its own cache when its length is right already: a reference cycle, so each line
-    drawn and later dropped from a cache was garbage only the cyclic GC could free. Moving through a
-    model's kernels made ~800 such objects a key, and the collections that freed them took ~3 ms a key."""
-    cache = strip._line_length_cache
-    if cache and any(value is strip for value in cache._cache.values()):
-        cache.clear()
 
 
 class CachedScrollBar(ScrollBar):
