@@ -134,6 +134,10 @@ class CachedScrollBar(ScrollBar):
                 app.ansi_theme, app.native_ansi_color, self.app.theme)
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        # Drawn now: a repaint asked for before this (the layout that showed the bar set its sizes) is done.
+        # Left set, the bar would ask the screen for a frame of its own (Textual 8.2.8, _check_refresh),
+        # drawn at the next tick, ~17 ms after the key's frame, for the same lines.
+        self._repaint_required = False
         if not (self._dirty_regions or self._styles_cache._dirty_lines):
             return super().render_lines(crop)  # Textual's own line cache is up to date
         key = self._state(crop)
