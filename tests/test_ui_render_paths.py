@@ -254,3 +254,34 @@ def test_moving_through_kernels_runs_no_garbage_collection_and_a_pause_reclaims(
 
     asyncio.run(run())
     assert [g for g in collections if g < 2] == [], collections
+
+
+def test_kernel_table_cells_are_the_ones_datatable_renders():
+    """Every cell of the GPT-2 kernel list, as the cursor row, hovered and plain: KernelTable's kept-text
+    rendering gives DataTable's own lines, segment for segment."""
+    from textual.widgets import DataTable
+
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def run():
+        app = make_app(str(GPT2))
+        compared = 0
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            table = screen.query_one(KernelTable)
+            for _ in range(3):
+                await pilot.press("down")
+            base = table.rich_style
+            for row in range(min(table.row_count, 40)):
+                for column, col in enumerate(table.ordered_columns):
+                    width = col.get_render_width(table)
+                    for cursor, hover in ((False, False), (True, False), (False, True), (True, True)):
+                        table._cell_render_cache.clear()
+                        ours = table._render_cell(row, column, base, width, cursor, hover)
+                        table._cell_render_cache.clear()
+                        theirs = DataTable._render_cell(table, row, column, base, width, cursor, hover)
+                        assert ours == theirs, (row, column, cursor, hover)
+                        compared += 1
+        return compared
+
+    assert asyncio.run(run()) > 500

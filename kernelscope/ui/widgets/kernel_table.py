@@ -6,6 +6,11 @@ kernels fed by the user line under the cursor carry ``◆``, so selection never 
 
 from __future__ import annotations
 
+from itertools import islice
+
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -69,6 +74,7 @@ class KernelTable(StableScrollbars, DataTable):
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
         self._lines: Kept[tuple, Strip] = Kept(512)  # see render_line
+        self._plain_cells: Kept[tuple, tuple] = Kept(1024)  # see _render_cell
 
     def on_mount(self) -> None:
         self.add_column(" ", key="mark", width=1)
@@ -168,6 +174,56 @@ class KernelTable(StableScrollbars, DataTable):
         if strip is None:
             strip = self._lines[key] = super().render_line(y)
         return strip
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool = False,
+                     hover: bool = False):
+        """DataTable's _render_cell (Textual 8.2.8) for a kernel row, its cell's unstyled rendering kept.
+
+        A cell is drawn again whenever its row's cursor or hover state changes, the cursor row on every
+        move: rendering its Text inside Padding inside Styled took ~0.3 ms a cell, six a row. The text
+        renders the same in every state; only the styles laid over it (before and after, as Styled lays
+        them) change. So the padded text's segments are kept, per stored value and width, and each state
+        is those segments styled, split and padded into lines as Console.render_lines does. Header,
+        row-label, fixed and multi-line cells, and any Textual without these internals, take DataTable's
+        own path."""
+        try:
+            row_key = self._row_locations.get_key(row_index)
+            column_key = self._column_locations.get_key(column_index)
+            cache = self._cell_render_cache
+            row = self.rows[row_key]
+        except (AttributeError, KeyError):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        if row_index < 0 or column_index < 0 or row_index < self.fixed_rows or column_index < self.fixed_columns \
+                or row.height != 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor, self._update_count,
+               self._pseudo_class_state)
+        lines = cache.get(key)
+        if lines is not None:
+            return lines
+        _, cells = self._get_row_renderables(row_index)
+        cell = cells[column_index]
+        component_style, post_style = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        console = self.app.console
+        options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+        # Keyed by the value stored in the table (its renderable is made anew at each call): a value
+        # replaced (update_cell, a mark set in place) is another object, so never an old rendering.
+        raw = self._data[row_key][column_key]
+        plain_key = (id(raw), width, self.cell_padding)
+        plain = self._plain_cells.get(plain_key)
+        if plain is None or plain[0] is not raw:
+            plain = (raw, list(console.render(Padding(cell, (0, self.cell_padding)), options)))
+            self._plain_cells[plain_key] = plain
+        pre = console.get_style(base_style + Style.from_meta({"row": row_index, "column": column_index})
+                                + component_style)
+        styled = Segment.apply_style(plain[1], style=pre, post_style=console.get_style(post_style))
+        lines = list(islice(Segment.split_and_crop_lines(styled, width, include_new_lines=False, pad=True), None, 1))
+        if not lines:
+            lines = [[Segment(" " * width)]]
+        cache[key] = lines
+        return lines
 
     def _graph_of(self, k: Kernel) -> Graph | None:
         return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
