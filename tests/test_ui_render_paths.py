@@ -285,3 +285,33 @@ def test_kernel_table_cells_are_the_ones_datatable_renders():
         return compared
 
     assert asyncio.run(run()) > 500
+
+
+def test_vertical_scrollbar_lines_drawn_by_segment_are_textuals():
+    """The FX graph's scrollbar with its thumb at 60 places: the lines assembled from the lines of earlier
+    draws (one per segment) are the lines Textual's full draw gives at that place."""
+    from textual.geometry import Region
+    from textual.widget import Widget
+
+    async def run():
+        app = make_app(str(GPT2))
+        compared = 0
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            view = screen.query_one("#fx", CodeView)
+            bar = view.vertical_scrollbar
+            crop = Region(0, 0, bar.size.width, bar.size.height)
+            top = max(1, int(view.max_scroll_y))
+            for i in range(60):
+                bar.position = top * ((i * 37) % 60) / 60  # back and forth along the track
+                bar.refresh()
+                ours = bar.render_lines(crop)
+                bar.refresh()
+                bar._styles_cache.clear()
+                theirs = Widget.render_lines(bar, crop)
+                assert [list(s) for s in ours] == [list(s) for s in theirs], i
+                compared += 1
+            assert len(bar._line_of) > 2  # lines were assembled from learnt segments
+        return compared
+
+    assert asyncio.run(run()) == 60

@@ -17,6 +17,7 @@ the list, the Info pane's few sizes).
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from textual._styles_cache import StylesCache
 from textual.geometry import Region, Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
@@ -118,20 +119,57 @@ class CachedScrollBar(ScrollBar):
         super().__init__(*args, **kwargs)
         self._drawn: Kept[tuple, list[Strip]] = Kept(BAR_STATES)
         self._styles_cache = LineStyles(by_identity=False)  # a bar's lines are new Strips at each draw
+        # A vertical bar's line is drawn from its one segment (track, thumb, or a thumb end's partial block):
+        # (everything but the thumb's place, segment) -> that line as drawn, learnt from full draws.
+        self._line_of: Kept[tuple, Strip] = Kept(BAR_STATES)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles_cache.clear_lines()
         self._drawn.clear()  # a theme or CSS change: the cached lines are of the old styles
+        self._line_of.clear()
 
-    def _state(self, crop: Region) -> tuple | None:
+    def _by_segment(self, key: tuple, bar: ScrollBarRender, crop: Region) -> list[Strip] | None:
+        """The lines of a vertical bar in a new thumb position, each the drawn line of its segment (what
+        ScrollBarRender gives for that line) as a full draw of this bar gave it before; None when one of
+        them was never drawn (a full draw then teaches them)."""
+        if not bar.vertical or crop.width != self.size.width or crop.height != self.size.height:
+            return None
+        style = bar.style if isinstance(bar.style, Style) else None
+        if style is None:
+            return None
+        segments = ScrollBarRender.render_bar(
+            size=crop.height, virtual_size=bar.virtual_size, window_size=bar.window_size, position=bar.position,
+            thickness=bar.thickness, vertical=True, back_color=style.bgcolor, bar_color=style.color)
+        common = key[:3] + key[6:]  # all of _state but the virtual size, window size and position
+        lines = []
+        for segment in segments.segments:
+            line = self._line_of.get((common, segment))
+            if line is None:
+                return None
+            lines.append(line)
+        return lines if len(lines) == crop.height else None
+
+    def _learn(self, key: tuple, bar: ScrollBarRender, crop: Region, strips: list[Strip]) -> None:
+        style = bar.style if isinstance(bar.style, Style) else None
+        if not bar.vertical or style is None or len(strips) != crop.height:
+            return
+        segments = ScrollBarRender.render_bar(
+            size=crop.height, virtual_size=bar.virtual_size, window_size=bar.window_size, position=bar.position,
+            thickness=bar.thickness, vertical=True, back_color=style.bgcolor, bar_color=style.color).segments
+        if len(segments) == len(strips):
+            common = key[:3] + key[6:]
+            for segment, strip in zip(segments, strips):
+                self._line_of[(common, segment)] = strip
+
+    def _state(self, crop: Region) -> tuple[tuple, ScrollBarRender] | None:
         bar = self.render()
         if type(bar) is not ScrollBarRender:
             return None
         app = self.app
         return (crop, self.size, self.region.size, bar.virtual_size, bar.window_size, bar.position, bar.thickness,
                 bar.vertical, bar.style, self.background_colors, tuple(self.get_line_filters()), self.opacity,
-                app.ansi_theme, app.native_ansi_color, self.app.theme)
+                app.ansi_theme, app.native_ansi_color, self.app.theme), bar
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # Drawn now: a repaint asked for before this (the layout that showed the bar set its sizes) is done.
@@ -140,12 +178,20 @@ class CachedScrollBar(ScrollBar):
         self._repaint_required = False
         if not (self._dirty_regions or self._styles_cache._dirty_lines):
             return super().render_lines(crop)  # Textual's own line cache is up to date
-        key = self._state(crop)
-        if key is None:
+        state = self._state(crop)
+        if state is None:
             return super().render_lines(crop)
+        key, bar = state
         strips = self._drawn.get(key)
         if strips is None:
-            strips = super().render_lines(crop)
+            strips = self._by_segment(key, bar, crop)
+            if strips is None:
+                strips = super().render_lines(crop)
+                self._learn(key, bar, crop, strips)
+            else:
+                # Textual's own line cache holds the last full draw: never served again, as the bar stays
+                # marked dirty until its next full draw (which renders its content anew).
+                self._styles_cache.clear()
             self._drawn[key] = strips
         return list(strips)
 
