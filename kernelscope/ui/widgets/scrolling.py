@@ -133,31 +133,33 @@ class CachedScrollBar(ScrollBar):
         """The lines of a vertical bar in a new thumb position, each the drawn line of its segment (what
         ScrollBarRender gives for that line) as a full draw of this bar gave it before; None when one of
         them was never drawn (a full draw then teaches them)."""
-        if not bar.vertical or crop.width != self.size.width or crop.height != self.size.height:
+        if crop.width != self.size.width or crop.height != self.size.height:
             return None
-        style = bar.style if isinstance(bar.style, Style) else None
-        if style is None:
+        segments = self._segments(bar, crop)
+        if segments is None:
             return None
-        segments = ScrollBarRender.render_bar(
-            size=crop.height, virtual_size=bar.virtual_size, window_size=bar.window_size, position=bar.position,
-            thickness=bar.thickness, vertical=True, back_color=style.bgcolor, bar_color=style.color)
         common = key[:3] + key[6:]  # all of _state but the virtual size, window size and position
         lines = []
-        for segment in segments.segments:
+        for segment in segments:
             line = self._line_of.get((common, segment))
             if line is None:
                 return None
             lines.append(line)
         return lines if len(lines) == crop.height else None
 
-    def _learn(self, key: tuple, bar: ScrollBarRender, crop: Region, strips: list[Strip]) -> None:
+    @staticmethod
+    def _segments(bar: ScrollBarRender, crop: Region) -> list[Segment] | None:
+        """A vertical bar's segments, one per line, as ScrollBarRender draws them (None: not that case)."""
         style = bar.style if isinstance(bar.style, Style) else None
-        if not bar.vertical or style is None or len(strips) != crop.height:
-            return
-        segments = ScrollBarRender.render_bar(
+        if not bar.vertical or style is None:
+            return None
+        return ScrollBarRender.render_bar(
             size=crop.height, virtual_size=bar.virtual_size, window_size=bar.window_size, position=bar.position,
             thickness=bar.thickness, vertical=True, back_color=style.bgcolor, bar_color=style.color).segments
-        if len(segments) == len(strips):
+
+    def _learn(self, key: tuple, bar: ScrollBarRender, crop: Region, strips: list[Strip]) -> None:
+        segments = self._segments(bar, crop)
+        if segments is not None and len(segments) == len(strips) == crop.height:
             common = key[:3] + key[6:]
             for segment, strip in zip(segments, strips):
                 self._line_of[(common, segment)] = strip
