@@ -239,6 +239,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         """Forget every drawn line (styles, focus or the search changed)."""
         self._doc_strips.clear()
         self._strips.clear()
+        # Runs made from tokens not lexed yet (lexers deferred for the first frame) must go too: rehighlight.
         self._runs = Kept(STRIPS_PER_DOC)
         self._combined.clear()
 
