@@ -338,7 +338,7 @@ class KernelscopeApp(App):
         """Open step N: its capture, at its pane, with its title and note."""
         from kernelscope.bundle.io import BundleError, read_bundle
         from kernelscope.ui.screens.explorer import ExplorerScreen
-        from kernelscope.ui.talk import find_kernel
+        from kernelscope.ui.story import find_kernel
         from kernelscope.ui.widgets.presentation import PresentationScreen
 
         self.talk_index = n

@@ -1,7 +1,7 @@
 """The numbers a talk is about, for one bundle: eager N kernels / M transfers -> compiled n / m, and the
 measured time when the bundle was benched. Read from the bundle's bench results when present, else
 computed from its graphs the way ``kernelscope bench --counts`` does (kernelscope.bench.counts is pure
-Python). Also which kernel tells the story: the first fused kernel with a source. No torch here.
+Python). Also which kernel tells the story: the first fused kernel with a source, and a talk step's kernel by name. No torch here.
 """
 
 from __future__ import annotations
@@ -81,3 +81,10 @@ def story_kernel(bundle: Bundle, order: list[Kernel]) -> Kernel | None:
     with_source = [k for k in order if k.lang != "extern" and k.source]
     fused = [k for k in with_source if "fused" in k.name]
     return (fused or with_source or order or [None])[0]
+
+
+def find_kernel(kernels: list, wanted: str):
+    """A kernel by its exact name, else the first whose name contains ``wanted``."""
+    if not wanted:
+        return None
+    return next((k for k in kernels if k.name == wanted), None) or next((k for k in kernels if wanted in k.name), None)

@@ -83,13 +83,6 @@ def load_talk(path: str | Path) -> Talk:
     return Talk(p, str(data.get("title") or ""), steps)
 
 
-def find_kernel(kernels: list, wanted: str):
-    """A kernel by its exact name, else the first whose name contains ``wanted``."""
-    if not wanted:
-        return None
-    return next((k for k in kernels if k.name == wanted), None) or next((k for k in kernels if wanted in k.name), None)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("script", nargs="?", help="a talk script (.toml or .json); default: the seed story shipped "
                                             "with kernelscope (samples/talk/talk.toml)")

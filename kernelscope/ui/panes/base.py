@@ -10,7 +10,7 @@ a line of your source) that the screen acts on. Adding a pane = one module + one
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from textual.containers import Vertical
 from textual.content import Content
@@ -18,8 +18,18 @@ from textual.geometry import Region
 from textual.message import Message
 
 if TYPE_CHECKING:
-    from kernelscope.bundle.model import Graph, Kernel
-    from kernelscope.ui.screens.explorer import ExplorerScreen
+    from kernelscope.bundle.model import Bundle, Graph, Kernel
+    from kernelscope.ui.xref import BundleIndex
+
+
+class Selection(Protocol):
+    """What a pane reads from the screen that holds it (the explorer): the bundle, its index and the
+    selection. A protocol, not the screen's class: the screen imports the panes, never the reverse."""
+
+    bundle: Bundle
+    index: BundleIndex
+    graph: Graph | None
+    kernel: Kernel | None
 
 
 class Pane(Vertical):
@@ -66,7 +76,7 @@ class Pane(Vertical):
         self.border_subtitle_text = ""
 
     @property
-    def explorer(self) -> ExplorerScreen:
+    def explorer(self) -> Selection:
         return self.screen  # type: ignore[return-value]
 
     @classmethod
