@@ -20,8 +20,10 @@ from kernelscope.ui.app import make_app
 from kernelscope.ui.panes.base import kernel_lexer, python_lexer
 from kernelscope.ui.screens.explorer import ExplorerScreen
 from kernelscope.ui.textdoc import TextDoc
-from kernelscope.ui.widgets.code_view import CodeView, cropped, line_runs, token_style, with_offsets
-from kernelscope.ui.widgets.compositing import SparseCompositor
+from kernelscope.ui.textual_private.compositor import SparseCompositor
+from kernelscope.ui.textual_private.strips import with_offsets
+from kernelscope.ui.widgets.code_lines import cropped, line_runs, token_style
+from kernelscope.ui.widgets.code_view import CodeView
 
 from .conftest import GPU_FIXTURES
 
@@ -188,7 +190,7 @@ def test_styled_lines_are_the_ones_textuals_style_pipeline_gives():
     segments, the same length."""
     from textual._styles_cache import StylesCache
 
-    from kernelscope.ui.widgets.scrolling import LineStyles
+    from kernelscope.ui.textual_private.styles import LineStyles
 
     async def run():
         app = make_app(str(GPT2))

@@ -4,7 +4,8 @@ Textual's LRUCache (checked on 8.2.8) links its entries in a circular list of Py
 that is cleared or dropped stays a cycle holding every value it kept, garbage only the cyclic GC can
 free. The explorer drops such caches as it moves (a document's drawn lines, a table's screen lines),
 each holding hundreds of Strips with a dozen objects apiece, and the collections that walked them cost
-~3 ms a key on a 12-layer GPT-2. This one is an OrderedDict: what it drops is freed at once.
+~3 ms a key on a 12-layer GPT-2. This one is an OrderedDict: what it drops is freed at once. (Emptying
+Textual's own caches, a private matter: kernelscope.ui.textual_private.lru.)
 """
 
 from __future__ import annotations
@@ -66,16 +67,3 @@ class Kept(Generic[K, V]):
     def clear(self) -> None:
         self._data.clear()
 
-
-def clear_textual_lru(cache) -> None:
-    """Clear a Textual LRUCache (8.2.8) without leaving its circular list as garbage: each entry is a list
-    [previous, next, key, value], emptied here so that refcounting frees it. Falls back to ``clear()``."""
-    links = getattr(cache, "_cache", None)
-    if isinstance(links, dict):
-        for link in links.values():
-            if isinstance(link, list):
-                link.clear()
-        head = getattr(cache, "_head", None)
-        if isinstance(head, list):
-            head.clear()
-    cache.clear()

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from textual.containers import Vertical
-from textual.content import Content
-from textual.geometry import Region
 from textual.message import Message
+
+from kernelscope.ui.textual_private.strips import set_subtitle_line
 
 if TYPE_CHECKING:
     from kernelscope.bundle.model import Bundle, Graph, Kernel
@@ -84,22 +84,12 @@ class Pane(Vertical):
         return f"{cls.pane_key} {cls.pane_tab or cls.pane_title}"
 
     def set_subtitle(self, text: str) -> None:
-        """The text in the pane's bottom border (never markup); only that line is drawn again.
-
-        Setting ``border_subtitle`` repaints the whole pane, every line of its border and background,
-        and the FX, kernel and output panes change theirs on each move of the selection. Textual's
-        private ``_border_subtitle`` (what the setter stores, checked on 8.2.8) takes the text here, and
-        the bottom line alone is marked for repaint."""
+        """The text in the pane's bottom border (never markup); only that line is drawn again (the FX,
+        kernel and output panes change theirs on each move of the selection)."""
         if text == self.border_subtitle_text:
             return
         self.border_subtitle_text = text
-        width, height = self.outer_size  # the border is outside the content area
-        if not (self.is_mounted and height and hasattr(self, "_border_subtitle")):
-            self.border_subtitle = Content(text)
-            return
-        self._border_subtitle = Content(text).expand_tabs(4).split()[0]
-        off = self.content_offset
-        self.refresh(Region(-off.x, height - 1 - off.y, width, 1))
+        set_subtitle_line(self, text)
 
     def load(self) -> None:
         """Fill what does not depend on the selection (once, when the screen mounts)."""

@@ -23,8 +23,8 @@ from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.summary import title_line
+from kernelscope.ui.textual_private.compositor import use_sparse_compositor
 from kernelscope.ui.widgets.code_view import CodeView
-from kernelscope.ui.widgets.compositing import SparseCompositor
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
@@ -97,7 +97,7 @@ class ExplorerScreen(Screen):
 
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()
-        self._compositor = SparseCompositor()  # a frame draws what changed, not the whole screen
+        use_sparse_compositor(self)  # a frame draws what changed, not the whole screen
         self.bundle = bundle
         self.previous = previous
         self.request = request  # the CaptureRequest that made this bundle, when captured live

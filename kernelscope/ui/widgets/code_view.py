@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 
 from rich.segment import Segment
 from rich.style import Style
@@ -23,28 +22,14 @@ from textual.strip import Strip
 
 from kernelscope.ui.lru import Kept
 from kernelscope.ui.textdoc import TextDoc
-from kernelscope.ui.widgets.scrolling import StableScrollbars
+from kernelscope.ui.textual_private.scrollbars import StableScrollbars, set_virtual_size_in_place
+from kernelscope.ui.textual_private.strips import with_offsets
+from kernelscope.ui.widgets.code_lines import StylePairs, cropped, line_runs, single_cell_chars, token_style
 
 MARK_GLYPH = "▶"
-DARK_SYNTAX = "monokai"
-LIGHT_SYNTAX = "friendly"
 # Drawn lines kept per document: a few screens' worth. Each is a Strip holding a dozen objects the cyclic
 # GC walks; thousands of them made its full collections take ~100 ms, more than drawing a line again.
 STRIPS_PER_DOC = 320
-
-
-@lru_cache(maxsize=2)
-def _syntax_theme(dark: bool):
-    from rich.syntax import PygmentsSyntaxTheme  # pulls in Pygments' styles: not needed for a first frame
-
-    return PygmentsSyntaxTheme(DARK_SYNTAX if dark else LIGHT_SYNTAX)
-
-
-@lru_cache(maxsize=4096)
-def token_style(ttype, dark: bool) -> Style:
-    """Foreground-only style of a Pygments token (the view's background shows through)."""
-    s = _syntax_theme(dark).get_style_for_token(ttype)
-    return Style(color=s.color, bold=s.bold, italic=s.italic, underline=s.underline)
 
 
 class CodeView(StableScrollbars, ScrollView, can_focus=True):
@@ -131,7 +116,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         # A line's tokens as styled runs (or None: a character not one cell wide), per (line, dark): drawn
         # again with another mark or cursor, or scrolled sideways, a line is not lexed and styled again.
         self._runs: Kept[tuple, tuple | None] = Kept(STRIPS_PER_DOC)
-        self._combined: dict[Style, dict[Style, Style]] = {}  # line style -> token style -> both
+        self._combined = StylePairs()
         # The drawn lines of the last few documents shown, so a document shown again (the kernel pane
         # going back to a kernel) draws from its cache: id(doc) -> (doc, labels, gutter, strips).
         self._doc_strips: Kept[int, tuple] = Kept(4)
@@ -213,15 +198,11 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         self._gutter_width = self._gutter_for(self.doc)
         self._strips = self._strips_for_doc()
         size = Size(self._gutter_width + self.doc.width + 1, n)
-        if self.is_mounted and self.size.area and hasattr(self, "_scroll_update"):
-            # A new text in a view of the same size needs its scrollbars updated, not a layout of the
-            # whole screen (the reactive's layout=True): on a 70-kernel model each selection changes the
-            # kernel pane's text, and a full layout + repaint per key made moving slow. Textual's
-            # _scroll_update (checked on 8.2.8) does the scrollbars; a scrollbar shown or hidden still
-            # asks for a layout by itself.
-            self.set_reactive(CodeView.virtual_size, size)
-            self._scroll_update(size)
-        else:
+        # A new text in a view of the same size needs its scrollbars updated, not a layout of the whole
+        # screen (the reactive's layout=True): on a 70-kernel model each selection changes the kernel
+        # pane's text, and a full layout + repaint per key made moving slow. A scrollbar shown or hidden
+        # still asks for a layout by itself.
+        if not (self.is_mounted and self.size.area and set_virtual_size_in_place(self, CodeView.virtual_size, size)):
             self.virtual_size = size
         self.refresh()
 
@@ -416,18 +397,6 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
             self._strips[key] = strip
         return strip
 
-    def _combine(self, line_style: Style, token: Style) -> Style:
-        """``line_style + token``, kept: a screen of code adds the same few pairs hundreds of times."""
-        by_token = self._combined.get(line_style)
-        if by_token is None:
-            if len(self._combined) > 64:
-                self._combined.clear()
-            by_token = self._combined[line_style] = {}
-        style = by_token.get(token)
-        if style is None:
-            style = by_token[token] = line_style + token
-        return style
-
     def _render_index(self, index: int, scroll_x: int, width: int, styles: dict[str, Style], dark: bool,
                       marked: bool) -> Strip | list[Segment]:
         """The line's Strip, or on the fast path its segments (gutter and text, padded to ``width``)."""
@@ -435,7 +404,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         if self.placeholder:
             style = base + styles["placeholder"]
             line = " " + self.doc.lines[index]
-            if width > 0 and _single_cell_chars().issuperset(line):  # as the Text below gives it, cropped
+            if width > 0 and single_cell_chars().issuperset(line):  # as the Text below gives it, cropped
                 segments = [Segment(line[:width])]  # a Text with no span renders unstyled
                 if len(line) < width:
                     segments.append(Segment(" " * (width - len(line)), base))
@@ -462,7 +431,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
                                                                       and not runs[3]):
                 runs = self._runs[(index, dark)] = line_runs(self.doc.tokens(index), dark, max(end, 2 * width))
             if runs is not None:
-                body = cropped(runs, scroll_x, content_width, line_style, self._combine)
+                body = cropped(runs, scroll_x, content_width, line_style, self._combined.add)
                 return [Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style), *body]
         tokens = self.doc.tokens(index)
         gutter_strip = Strip([Segment(gutter[:-2], gutter_style), Segment("│ ", gutter_style)])
@@ -475,89 +444,3 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
                 content.stylize(styles["match"], a, b)
         body = Strip(content.render(self.app.console)).crop_extend(scroll_x, scroll_x + content_width, line_style)
         return Strip.join([gutter_strip.crop_extend(0, self._gutter_width, gutter_style), body])
-
-
-@lru_cache(maxsize=1)
-def _single_cell_chars() -> frozenset[str]:
-    """Printable characters one cell wide, as rich measures them: ASCII, Latin-1, Greek, Cyrillic,
-    punctuation (… ·), arrows, maths (≤ ×), box drawing and blocks (─ │ █ ▶), the text of the Info pane."""
-    from rich.cells import get_character_cell_size
-
-    ranges = ((0x20, 0x7E), (0xA0, 0x2FF), (0x370, 0x482), (0x2010, 0x2027), (0x2030, 0x205E), (0x2190, 0x22FF),
-              (0x2500, 0x25FF))
-    chars = (chr(c) for a, b in ranges for c in range(a, b + 1))
-    return frozenset(c for c in chars if c.isprintable() and get_character_cell_size(c) == 1)
-
-
-def line_runs(tokens, dark: bool, limit: int | None = None) -> tuple[list[tuple[str, Style | None]], bool, int,
-                                                                       bool] | None:
-    """A line's tokens as runs of (text, token style or None: no span), neighbours without a style joined,
-    whether any token of the line has a style, the length the runs cover and whether that is the whole
-    line; None when a character is not one cell wide. With ``limit``, runs stop once they cover that many
-    cells (a long FX line is drawn 40 cells at a time): the rest of the line is only looked at for a style."""
-    single = _single_cell_chars()
-    runs: list[list] = []
-    spans = False
-    length = 0
-    for i, (ttype, value) in enumerate(tokens):
-        if not value:
-            continue
-        if limit is not None and length >= limit:
-            spans = spans or any(v and t is not None and token_style(t, dark) for t, v in tokens[i:])
-            return [(value, style) for value, style in runs], spans, length, False
-        if not (value.isascii() and value.isprintable()) and not single.issuperset(value):
-            return None
-        length += len(value)
-        style = None if ttype is None else token_style(ttype, dark)
-        if style:
-            spans = True
-            runs.append([value, style])
-        elif runs and runs[-1][1] is None:
-            runs[-1][0] += value
-        else:
-            runs.append([value, None])
-    return [(value, style) for value, style in runs], spans, length, True
-
-
-def cropped(runs_of_line: tuple[list[tuple[str, Style | None]], bool, int, bool], start: int, width: int,
-            line_style: Style, combine: Callable[[Style, Style], Style]) -> list[Segment]:
-    """The segments of a line's runs from cell ``start``, ``width`` cells, padded: what rendering a Text of
-    its tokens in ``line_style`` and cropping the Strip gives (segment for segment, rich's rules kept: a
-    token without a style is no span, neighbours without one are one segment, and a line with no span at
-    all is one unstyled segment), in a fraction of the time."""
-    runs, spans, length, _whole = runs_of_line  # runs cover the window: length >= start + width, or whole
-    plain = line_style if spans else None
-    out: list[Segment] = []
-    end, pos = start + width, 0
-    for value, style in runs:
-        a, pos = pos, pos + len(value)
-        if pos <= start:
-            continue
-        if a >= end:
-            break
-        out.append(Segment(value[max(start - a, 0):min(end, pos) - a], plain if style is None else combine(line_style, style)))
-    if length == 0 and start == 0:
-        out.append(Segment(""))  # an empty line renders as one empty, unstyled segment
-    pad = width - max(0, min(length, end) - start)
-    if pad > 0:
-        out.append(Segment(" " * pad, line_style))
-    return out
-
-
-_OFFSETS: dict[tuple[int, int], Style] = {}
-
-
-def with_offsets(strip: Strip | list[Segment], x: int, y: int, cell_length: int | None = None) -> Strip:
-    """``strip.apply_offsets(x, y)`` (Textual 8.2.8: each segment's style plus a meta style holding the
-    cell it starts at, for mouse selection), with the meta styles kept instead of pickled again for
-    every segment of every line drawn. Also takes the segments of a line ``cell_length`` cells long."""
-    out = []
-    for text, style, _ in strip:
-        meta = _OFFSETS.get((x, y))
-        if meta is None:
-            if len(_OFFSETS) > 65536:
-                _OFFSETS.clear()
-            meta = _OFFSETS[(x, y)] = Style.from_meta({"offset": (x, y)})
-        out.append(Segment(text, style + meta if style else meta))
-        x += len(text)
-    return Strip(out, strip.cell_length if cell_length is None else cell_length)

@@ -6,22 +6,16 @@ kernels fed by the user line under the cursor carry ``◆``, so selection never 
 
 from __future__ import annotations
 
-from itertools import islice
-
-from rich.padding import Padding
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
-from textual.strip import Strip
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.data_table import ColumnKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.symbolic import moved_per_call
-from kernelscope.ui.lru import Kept, clear_textual_lru
-from kernelscope.ui.widgets.scrolling import StableScrollbars
+from kernelscope.ui.textual_private.data_table import FastTableRows
+from kernelscope.ui.textual_private.scrollbars import StableScrollbars
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_middle
 
@@ -43,7 +37,7 @@ def moved_cell(k: Kernel, graph: Graph | None) -> str:
     return short_bytes(moved)
 
 
-class KernelTable(StableScrollbars, DataTable):
+class KernelTable(StableScrollbars, FastTableRows, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
     BINDINGS = [
@@ -73,8 +67,6 @@ class KernelTable(StableScrollbars, DataTable):
         self.fed_ids: set[str] = set()
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
-        self._lines: Kept[tuple, Strip] = Kept(512)  # see render_line
-        self._plain_cells: Kept[tuple, tuple] = Kept(1024)  # see _render_cell
 
     def on_mount(self) -> None:
         self.add_column(" ", key="mark", width=1)
@@ -86,7 +78,6 @@ class KernelTable(StableScrollbars, DataTable):
 
     def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
         self.clear()
-        self._lines.clear()
         self.bundle = bundle
         self.kernels = {k.id: k for k in kernels_in_order}
         self.graphs = {g.id: g for g in bundle.graphs}
@@ -153,78 +144,6 @@ class KernelTable(StableScrollbars, DataTable):
     def on_resize(self) -> None:
         self._fit()
 
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        self._lines.clear()
-
-    def render_line(self, y: int) -> Strip:
-        """A row's line, kept per row and state. DataTable keys its own line cache on the cursor's
-        position, so when the list scrolls as the cursor moves every visible row is drawn again; a row
-        looks the same wherever it is on screen, as long as its cursor, hover, mark and data are."""
-        header = self.header_height if self.show_header else 0
-        scroll_x, scroll_y = self.scroll_offset
-        row = y - header + scroll_y
-        updates = getattr(self, "_update_count", None)  # DataTable's count of data changes (8.2.8)
-        if y < header or self.fixed_rows or self.cursor_type != "row" or updates is None or not 0 <= row < self.row_count:
-            return super().render_line(y)
-        kid = self.ordered_rows[row].key.value
-        key = (kid, row, scroll_x, self.size.width, self.show_cursor and row == self.cursor_row, row == self.hover_row,
-               kid == self.selected_id, kid in self.fed_ids, updates, self.get_pseudo_class_state(), self.app.theme)
-        strip = self._lines.get(key)
-        if strip is None:
-            strip = self._lines[key] = super().render_line(y)
-        return strip
-
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool = False,
-                     hover: bool = False):
-        """DataTable's _render_cell (Textual 8.2.8) for a kernel row, its cell's unstyled rendering kept.
-
-        A cell is drawn again whenever its row's cursor or hover state changes, the cursor row on every
-        move: rendering its Text inside Padding inside Styled took ~0.3 ms a cell, six a row. The text
-        renders the same in every state; only the styles laid over it (before and after, as Styled lays
-        them) change. So the padded text's segments are kept, per stored value and width, and each state
-        is those segments styled, split and padded into lines as Console.render_lines does. Header,
-        row-label, fixed and multi-line cells, and any Textual without these internals, take DataTable's
-        own path."""
-        try:
-            row_key = self._row_locations.get_key(row_index)
-            column_key = self._column_locations.get_key(column_index)
-            cache = self._cell_render_cache
-            row = self.rows[row_key]
-        except (AttributeError, KeyError):
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        if row_index < 0 or column_index < 0 or row_index < self.fixed_rows or column_index < self.fixed_columns \
-                or row.height != 1:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor, self._update_count,
-               self._pseudo_class_state)
-        lines = cache.get(key)
-        if lines is not None:
-            return lines
-        _, cells = self._get_row_renderables(row_index)
-        cell = cells[column_index]
-        component_style, post_style = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-        console = self.app.console
-        options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
-        # Keyed by the value stored in the table (its renderable is made anew at each call): a value
-        # replaced (update_cell, a mark set in place) is another object, so never an old rendering.
-        raw = self._data[row_key][column_key]
-        plain_key = (id(raw), width, self.cell_padding)
-        plain = self._plain_cells.get(plain_key)
-        if plain is None or plain[0] is not raw:
-            plain = (raw, list(console.render(Padding(cell, (0, self.cell_padding)), options)))
-            self._plain_cells[plain_key] = plain
-        pre = console.get_style(base_style + Style.from_meta({"row": row_index, "column": column_index})
-                                + component_style)
-        styled = Segment.apply_style(plain[1], style=pre, post_style=console.get_style(post_style))
-        lines = list(islice(Segment.split_and_crop_lines(styled, width, include_new_lines=False, pad=True), None, 1))
-        if not lines:
-            lines = [[Segment(" " * width)]]
-        cache[key] = lines
-        return lines
-
     def _graph_of(self, k: Kernel) -> Graph | None:
         return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
 
@@ -244,38 +163,8 @@ class KernelTable(StableScrollbars, DataTable):
 
     def _refresh_marks(self, ids: set[str]) -> None:
         ids = {kid for kid in ids if kid in self.kernels}
-        if ids and not self._set_mark_cells(ids):
-            for kid in ids:
-                self.update_cell(kid, "mark", self._mark(kid))
-
-    def _set_mark_cells(self, ids: set[str]) -> bool:
-        """Put these rows' marks in place, re-rendering those rows only (False: use update_cell).
-
-        DataTable.update_cell bumps a counter that every cached cell and row is keyed on, so moving the
-        selection (two marks) re-rendered every visible row of the table on each key. The mark column
-        has a fixed width of 1: the new values need only their own cells and rows dropped from the
-        caches. Textual's private DataTable caches, checked on 8.2.8; without them, update_cell."""
-        try:
-            data, cells, rows = self._data, self._cell_render_cache, self._row_render_cache
-            renderables, lines = self._row_renderable_cache, self._line_cache
-        except AttributeError:
-            return False
-        keys = {RowKey(kid) for kid in ids}
-        if not keys <= data.keys():
-            return False
-        mark = ColumnKey("mark")
-        for row in keys:
-            data[row][mark] = self._mark(row.value)
-        indices = {self.get_row_index(row) for row in keys}
-        # Cells are keyed (row, column, ...), rows (row, ...), a row's renderables (count, index).
-        for cache, wanted in ((cells, lambda k: k[1] == mark and k[0] in keys), (rows, lambda k: k[0] in keys),
-                              (renderables, lambda k: k[1] in indices)):
-            for key in [key for key in cache.keys() if wanted(key)]:
-                cache.discard(key)
-        clear_textual_lru(lines)  # keyed by screen line: cheap to rebuild from the cached rows
-        for index in indices:
-            self.refresh_row(index)
-        return True
+        if ids:
+            self.replace_cells("mark", {kid: self._mark(kid) for kid in ids})  # a column of width 1
 
     def select_kernel(self, kernel_id: str) -> None:
         """Move the cursor to a kernel (which posts Selected)."""

@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from kernelscope.ui.widgets.scrolling import StableScrollbars
+from kernelscope.ui.textual_private.scrollbars import StableScrollbars
 
 
 class SourceFiles(StableScrollbars, OptionList):

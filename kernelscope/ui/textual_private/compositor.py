@@ -1,6 +1,9 @@
 """SparseCompositor: a frame draws the widgets that were changed, not every widget on screen.
 
-Textual (checked on 8.2.8) draws a partial update over the bounding box of every region marked for
+Checked against Textual 8.2.8 (``textual._compositor``: ``Compositor.render_partial_update`` and
+``_render_chops``, redone here); on only where ``FAST.compositor`` (see ``kernelscope.ui.textual_private``).
+
+Textual draws a partial update over the bounding box of every region marked for
 repaint: on the explorer, moving the selection repaints the FX graph (left), the output code (right),
 the kernels list and the Info pane, so the box is the whole screen, and every one of ~40 widgets (tabs,
 pane borders, the footer ...) was asked for its lines and each of its lines cut at every widget edge
@@ -12,11 +15,27 @@ leaves them out. The cells sent are the same, chop for chop.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
+
+from kernelscope.ui.textual_private import FAST
+
+try:
+    from textual._compositor import ChopsUpdate, Compositor
+except ImportError:  # a Textual laid out otherwise: FAST.compositor is off, the class below never made
+    ChopsUpdate = Compositor = object  # type: ignore[misc,assignment]
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+
+def use_sparse_compositor(screen: Screen) -> None:
+    """Give a screen a SparseCompositor in place of Textual's (before it is mounted); where the fast path
+    is off, the screen keeps Textual's own."""
+    if FAST.compositor and type(getattr(screen, "_compositor", None)) is Compositor:
+        screen._compositor = SparseCompositor()
 
 
 class SparseCompositor(Compositor):

@@ -1,6 +1,11 @@
 """StableScrollbars: a scrolling widget that redraws its scrollbars only when they change, from a cache.
 
-Textual (checked on 8.2.8) calls ``_scroll_update`` on every scrolling widget at every layout of the
+Checked against Textual 8.2.8 (``ScrollBar.render``/``ScrollBarRender.render_bar``, ``Widget._scroll_update``,
+``vertical_scrollbar``/``horizontal_scrollbar``, ``App._start_widget``, ``Widget._repaint_required``); on only
+where ``FAST.scrollbars`` (see ``kernelscope.ui.textual_private``): elsewhere ``StableScrollbars`` is an empty
+mixin and the widget's scrollbars are Textual's own.
+
+Textual calls ``_scroll_update`` on every scrolling widget at every layout of the
 screen, since it hands a ScrollView the visible size as its virtual size, never equal to its own: one
 pane's scrollbar appearing (the kernel pane going from an extern call's note to a Triton kernel) redrew
 every scrollbar on screen and asked for a second frame to draw them. With the same sizes, scroll offset
@@ -18,98 +23,25 @@ from __future__ import annotations
 
 from rich.segment import Segment
 from rich.style import Style
-from textual._styles_cache import StylesCache
 from textual.geometry import Region, Size
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 
 from kernelscope.ui.lru import Kept
+from kernelscope.ui.textual_private import FAST
+from kernelscope.ui.textual_private.styles import clear_lines, styles_cache
 
 BAR_STATES = 64  # drawn states kept per scrollbar: a few hundred short Strips at most
-STYLED_LINES = 128  # content lines kept with their styled form, per widget: three screens of a pane
 
 
-class LineStyles(StylesCache):
-    """Textual's StylesCache that keeps the styled form of each content line it is handed.
-
-    After a scroll Textual sends every line of a widget through its style pipeline again (background,
-    tint, opacity, side borders), though most lines are ones drawn a key ago one row up or down. A content
-    line of a widget with no top or bottom border, outline or padding comes out of that pipeline the same
-    at every row (Textual 8.2.8, StylesCache.render_line): its styled form is kept, keyed by the content
-    Strip (the same object from a widget's own line cache, else its segments) and every input of the
-    pipeline (sizes, colours, side borders, tint, opacity, hatch). ``clear_lines`` forgets them."""
-
-    def __init__(self, by_identity: bool) -> None:
-        super().__init__()
-        self._by_identity = by_identity
-        self._styled: Kept[object, tuple] = Kept(STYLED_LINES)
-
-    def clear_lines(self) -> None:
-        self._styled.clear()
-
-    # For one render call: (whether lines are kept, the pipeline's inputs, whether a line passes through
-    # unchanged, the styles and sizes these were computed for).
-    _frame: tuple | None = None
-
-    def render(self, *args, **kwargs):
-        self._frame = None  # what the lines of one call share is looked up at its first line, once
-        try:
-            return super().render(*args, **kwargs)
-        finally:
-            self._frame = None
-
-    def _frame_inputs(self, styles, size, content_size, padding, base_background, background, border_title,
-                      border_subtitle, opacity, ansi_theme, native_ansi) -> tuple:
-        border, outline = styles.border, styles.outline
-        simple = not (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0]
-                      or outline[2][0] or border_title is not None or border_subtitle is not None)
-        hatch = styles.hatch if styles.has_rule("hatch") else None
-        inputs = (size, content_size, padding, base_background, background, opacity, ansi_theme, native_ansi, border,
-                  outline, styles.tint, styles.text_opacity, hatch)
-        # Nothing around or over the content (no padding, side border or outline, tint, opacity, hatch):
-        # Textual's render_line (8.2.8) gives a content line as wide as the content area back as a Strip of
-        # the same segments, declared as wide as the widget: the content line itself when those are equal.
-        passthrough = (simple and not (padding.left or padding.right or border[1][0] or border[3][0] or outline[1][0]
-                                       or outline[3][0])
-                       and not styles.tint.a and opacity == 1.0 and styles.text_opacity == 1.0
-                       and (hatch is None or hatch == "none" or hatch[0] == " " or not hatch[1].a))
-        return simple, inputs, passthrough
-
-    def render_line(self, styles, y, size, content_size, padding, base_background, background, render_content_line,
-                    border_title, border_subtitle, opacity, ansi_theme, native_ansi):
-        frame = self._frame
-        if frame is None or frame[3] is not styles or frame[4] != (size, content_size, padding):
-            keep, inputs, passthrough = self._frame_inputs(styles, size, content_size, padding, base_background,
-                                                           background, border_title, border_subtitle, opacity,
-                                                           ansi_theme, native_ansi)
-            frame = self._frame = (keep, inputs, passthrough, styles, (size, content_size, padding))
-        keep, inputs, passthrough = frame[0], frame[1], frame[2]
-        if not keep or y >= content_size.height:
-            return super().render_line(styles, y, size, content_size, padding, base_background, background,
-                                       render_content_line, border_title, border_subtitle, opacity, ansi_theme,
-                                       native_ansi)
-        content = render_content_line(y)
-        passed = passthrough and content.cell_length <= content_size.width
-        if passed and content.cell_length == content_size.width == size.width:
-            return content
-        ident = id(content) if self._by_identity else tuple(content)
-        entry = self._styled.get(ident)
-        if entry is not None and entry[1] == inputs and (not self._by_identity or entry[0] is content):
-            return entry[2]
-        if passed:
-            # The content's segments, padded with the inner background to the content area's width (a
-            # scrolling widget's lines stop before its scrollbar), declared as long as the widget.
-            segments = list(content)
-            if content.cell_length < content_size.width:
-                inner = self.get_inner_outer(base_background, background)[0].rich_style
-                segments.append(Segment(" " * (content_size.width - content.cell_length), inner))
-            strip = Strip(segments, size.width)
-        else:
-            strip = super().render_line(styles, y, size, content_size, padding, base_background, background,
-                                        lambda _y: content, border_title, border_subtitle, opacity, ansi_theme,
-                                        native_ansi)
-        self._styled[ident] = (content, inputs, strip)
-        return strip
+def set_virtual_size_in_place(widget, reactive, size: Size) -> bool:
+    """Set a mounted scrolling widget's virtual size and update its scrollbars, without the layout of the
+    whole screen that setting the reactive asks for (False where the fast path is off: set it then)."""
+    if not FAST.scrollbars:
+        return False
+    widget.set_reactive(reactive, size)
+    widget._scroll_update(size)
+    return True
 
 
 class CachedScrollBar(ScrollBar):
@@ -118,14 +50,16 @@ class CachedScrollBar(ScrollBar):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._drawn: Kept[tuple, list[Strip]] = Kept(BAR_STATES)
-        self._styles_cache = LineStyles(by_identity=False)  # a bar's lines are new Strips at each draw
+        cache = styles_cache(by_identity=False)  # a bar's lines are new Strips at each draw
+        if cache is not None:
+            self._styles_cache = cache
         # A vertical bar's line is drawn from its one segment (track, thumb, or a thumb end's partial block):
         # (everything but the thumb's place, segment) -> that line as drawn, learnt from full draws.
         self._line_of: Kept[tuple, Strip] = Kept(BAR_STATES)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._styles_cache.clear_lines()
+        clear_lines(self._styles_cache)
         self._drawn.clear()  # a theme or CSS change: the cached lines are of the old styles
         self._line_of.clear()
 
@@ -198,18 +132,20 @@ class CachedScrollBar(ScrollBar):
         return list(strips)
 
 
-class StableScrollbars:
+class _StableScrollbars:
     """Mix into a Textual scrolling widget (before the widget class)."""
 
     _scroll_state: tuple | None = None
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._styles_cache = LineStyles(by_identity=True)  # the widget's render_line keeps its Strips
+        cache = styles_cache(by_identity=True)  # the widget's render_line keeps its Strips
+        if cache is not None:
+            self._styles_cache = cache
 
     def notify_style_update(self) -> None:
         super().notify_style_update()  # type: ignore[misc]
-        self._styles_cache.clear_lines()
+        clear_lines(self._styles_cache)
 
     def _scroll_update(self, virtual_size: Size) -> None:
         if self._scroll_state == self._scroll_inputs(virtual_size) and not getattr(self, "_scrollbar_changes", True):
@@ -243,3 +179,10 @@ class StableScrollbars:
         bar.display = False
         self.app._start_widget(self, bar)
         return bar
+
+
+class _StockScrollbars:
+    """Textual's own scrolling and scrollbars (the fast path is off): nothing changed."""
+
+
+StableScrollbars = _StableScrollbars if FAST.scrollbars else _StockScrollbars
