@@ -1,6 +1,10 @@
 """The shortcuts that keep moving through a 12-layer GPT-2 fluid draw exactly what Textual's own paths
 draw: the sparse compositor sends the same cells, a code line's fast segments are rich's, the offsets
-are Textual's, and kernel sources lexed while the user is idle are not lexed again on a move."""
+are Textual's, and kernel sources lexed while the user is idle are not lexed again on a move.
+
+A test of a Textual fast path (kernelscope.ui.textual_private) runs where that path is on (the checked
+Textual, KERNELSCOPE_TEXTUAL_FAST unset) and is skipped, saying why, where it is off: there the widgets
+are Textual's own. More comparisons: tests/test_textual_private.py."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from kernelscope.ui.app import make_app
 from kernelscope.ui.panes.base import kernel_lexer, python_lexer
 from kernelscope.ui.screens.explorer import ExplorerScreen
 from kernelscope.ui.textdoc import TextDoc
+from kernelscope.ui.textual_private import FAST
 from kernelscope.ui.textual_private.compositor import SparseCompositor
 from kernelscope.ui.textual_private.strips import with_offsets
 from kernelscope.ui.widgets.code_lines import cropped, line_runs, token_style
@@ -28,6 +33,12 @@ from kernelscope.ui.widgets.code_view import CodeView
 from .conftest import GPU_FIXTURES
 
 GPT2 = GPU_FIXTURES / "gpt2"
+
+
+def needs(*paths: str):
+    """Skip unless these Textual fast paths are on (their comparisons with Textual are moot elsewhere)."""
+    off = [p for p in paths if not getattr(FAST, p)]
+    return pytest.mark.skipif(bool(off), reason=f"fast paths off: {'; '.join(FAST.why_off.get(p, p) for p in off)}")
 
 
 @pytest.fixture(autouse=True)
@@ -53,6 +64,7 @@ def _cells(update, y: int, x1: int, x2: int) -> list[tuple[str, Style | None]]:
     return out
 
 
+@needs("compositor")
 def test_sparse_compositor_sends_the_cells_textual_sends():
     """Every frame while moving down and up the GPT-2 kernels: the cells in each repainted span are the ones
     Textual's compositor gives for the same regions (each frame checked; the widgets drawn once)."""
@@ -184,6 +196,7 @@ def test_code_view_fast_path_is_used_for_plain_lines():
     assert line_runs(view.doc.tokens(1), True) is None
 
 
+@needs("styles", "scrollbars")
 def test_styled_lines_are_the_ones_textuals_style_pipeline_gives():
     """Every line of every scrolling widget of the explorer (code views with and without scrollbars, the
     kernel table, scrollbars), through LineStyles' shortcuts and through Textual's StylesCache: the same
@@ -258,6 +271,7 @@ def test_moving_through_kernels_runs_no_garbage_collection_and_a_pause_reclaims(
     assert [g for g in collections if g < 2] == [], collections
 
 
+@needs("data_table")
 def test_kernel_table_cells_are_the_ones_datatable_renders():
     """Every cell of the GPT-2 kernel list, as the cursor row, hovered and plain: KernelTable's kept-text
     rendering gives DataTable's own lines, segment for segment."""
@@ -289,6 +303,7 @@ def test_kernel_table_cells_are_the_ones_datatable_renders():
     assert asyncio.run(run()) > 500
 
 
+@needs("scrollbars")
 def test_vertical_scrollbar_lines_drawn_by_segment_are_textuals():
     """The FX graph's scrollbar with its thumb at 60 places: the lines assembled from the lines of earlier
     draws (one per segment) are the lines Textual's full draw gives at that place."""

@@ -64,10 +64,11 @@ def _has(obj, *names: str) -> None:
         raise LookupError(f"{getattr(obj, '__name__', type(obj).__name__)} has no {', '.join(missing)}")
 
 
-def _same(function, expected: list[str]) -> None:
-    got = _params(function)
+def _same(owner, name: str, expected: list[str]) -> None:
+    got = _params(getattr(owner, name))
     if got != expected:
-        raise LookupError(f"{function.__qualname__}{tuple(got)} is not {function.__qualname__}{tuple(expected)}")
+        what = f"{owner.__name__}.{name}"
+        raise LookupError(f"{what}{tuple(got)} is not {what}{tuple(expected)}")
 
 
 # What each fast path relies on, exactly (Textual 8.2.8). A check raises LookupError (or ImportError)
@@ -76,9 +77,9 @@ def _check_compositor() -> None:
     from textual._compositor import ChopsUpdate, Compositor
 
     _has(Compositor, "render_partial_update", "_render_chops", "_regions_to_spans", "cuts", "visible_widgets")
-    _same(Compositor.render_partial_update, ["self"])
-    _same(Compositor._render_chops, ["self", "crop", "is_rendered_line"])
-    _same(ChopsUpdate.__init__, ["self", "chops", "spans", "chop_ends"])
+    _same(Compositor, "render_partial_update", ["self"])
+    _same(Compositor, "_render_chops", ["self", "crop", "is_rendered_line"])
+    _same(ChopsUpdate, "__init__", ["self", "chops", "spans", "chop_ends"])
     compositor = Compositor()
     _has(compositor, "size")
     if not isinstance(compositor._dirty_regions, set):
@@ -89,10 +90,10 @@ def _check_styles() -> None:
     from textual._styles_cache import StylesCache
 
     _has(StylesCache, "render", "render_line", "get_inner_outer", "clear")
-    _same(StylesCache.render_line, ["self", "styles", "y", "size", "content_size", "padding", "base_background",
+    _same(StylesCache, "render_line", ["self", "styles", "y", "size", "content_size", "padding", "base_background",
                                     "background", "render_content_line", "border_title", "border_subtitle",
                                     "opacity", "ansi_theme", "native_ansi"])
-    _same(StylesCache.get_inner_outer, ["cls", "base_background", "background"])
+    _same(StylesCache, "get_inner_outer", ["cls", "base_background", "background"])
     _has(StylesCache(), "_dirty_lines")
 
 
@@ -101,13 +102,13 @@ def _check_scrollbars() -> None:
     from textual.scrollbar import ScrollBar, ScrollBarRender
     from textual.widget import Widget
 
-    _same(ScrollBarRender.render_bar, ["size", "virtual_size", "window_size", "position", "thickness", "vertical",
+    _same(ScrollBarRender, "render_bar", ["size", "virtual_size", "window_size", "position", "thickness", "vertical",
                                        "back_color", "bar_color"])
-    _same(ScrollBarRender.__init__, ["self", "virtual_size", "window_size", "position", "thickness", "vertical",
+    _same(ScrollBarRender, "__init__", ["self", "virtual_size", "window_size", "position", "thickness", "vertical",
                                      "style"])
-    _same(ScrollBar.__init__, ["self", "vertical", "name", "thickness"])
-    _same(Widget._scroll_update, ["self", "virtual_size"])
-    _same(App._start_widget, ["self", "parent", "widget"])
+    _same(ScrollBar, "__init__", ["self", "vertical", "name", "thickness"])
+    _same(Widget, "_scroll_update", ["self", "virtual_size"])
+    _same(App, "_start_widget", ["self", "parent", "widget"])
     _has(Widget, "vertical_scrollbar", "horizontal_scrollbar", "get_line_filters", "background_colors",
          "scrollbar_size_vertical", "scrollbar_size_horizontal")
     _has(App, "ansi_theme", "native_ansi_color")
@@ -118,12 +119,12 @@ def _check_scrollbars() -> None:
 def _check_data_table() -> None:
     from textual.widgets import DataTable
 
-    _same(DataTable._render_cell, ["self", "row_index", "column_index", "base_style", "width", "cursor", "hover"])
-    _same(DataTable._get_styles_to_render_cell, ["self", "is_header_cell", "is_row_label_cell", "is_fixed_style_cell",
+    _same(DataTable, "_render_cell", ["self", "row_index", "column_index", "base_style", "width", "cursor", "hover"])
+    _same(DataTable, "_get_styles_to_render_cell", ["self", "is_header_cell", "is_row_label_cell", "is_fixed_style_cell",
                                                  "hover", "cursor", "show_cursor", "show_hover_cursor",
                                                  "has_css_foreground_priority", "has_css_background_priority"])
-    _same(DataTable._get_row_renderables, ["self", "row_index"])
-    _same(DataTable.render_line, ["self", "y"])
+    _same(DataTable, "_get_row_renderables", ["self", "row_index"])
+    _same(DataTable, "render_line", ["self", "y"])
     _has(DataTable(), "_row_locations", "_column_locations", "_cell_render_cache", "_row_render_cache",
          "_row_renderable_cache", "_line_cache", "_update_count", "_show_hover_cursor", "_data",
          "_pseudo_class_state")
@@ -152,7 +153,7 @@ def _check_strips() -> None:
     from textual.strip import Strip
     from textual.widget import Widget, _BorderTitle
 
-    _same(Strip.apply_offsets, ["self", "x", "y"])
+    _same(Strip, "apply_offsets", ["self", "x", "y"])
     if not isinstance(Widget.__dict__.get("border_subtitle"), _BorderTitle) or not hasattr(Widget(), "_border_subtitle"):
         raise LookupError("Widget.border_subtitle is not stored in _border_subtitle")
 
