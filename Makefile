@@ -3,6 +3,9 @@
 #   make test   set up, lint, run the test suite (CPU)
 VPY := .venv/bin/python
 PYTEST_ARGS ?=
+# The UI tests once more on Textual's stock widgets (kernelscope/ui/textual_private off), so the path any
+# other Textual takes is tested on every change; no torch compiles (-m "not slow").
+UI_TESTS := $(wildcard tests/test_ui_*.py) tests/test_textual_private.py
 
 .PHONY: setup demo test lint ui gpu-test
 
@@ -22,6 +25,7 @@ lint: setup
 
 test: lint
 	$(VPY) -m pytest -q $(PYTEST_ARGS)
+	KERNELSCOPE_TEXTUAL_FAST=0 $(VPY) -m pytest -q -m "not slow" $(UI_TESTS)
 
 gpu-test: setup
 	$(VPY) -m pytest -q tests/gpu
