@@ -185,6 +185,20 @@ def test_a_cleared_textual_cache_frees_what_it_held_at_once():
     assert cache.get("again") == 1
 
 
+def test_the_version_range_holds_the_checked_and_the_installed_textual():
+    """pyproject's range is true: the Textual the fast paths were checked on and the one the tests run on
+    (this one) are inside it."""
+    import re
+
+    from packaging.requirements import Requirement
+
+    text = (ROOT / "pyproject.toml").read_text()
+    spec = Requirement(re.search(r'"(textual[<>=!~][^"]*)"', text).group(1)).specifier
+    assert spec.contains(textual_version()), (str(spec), textual_version())
+    assert all(spec.contains(v) for v in CHECKED_VERSIONS), str(spec)
+    assert not spec.contains("7.5.0") and not spec.contains("9.0.0")
+
+
 def test_detection_names_every_path_the_package_documents():
     assert set(textual_private._CHECKS) == set(PATHS)
     for path in PATHS:
