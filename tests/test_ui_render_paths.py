@@ -38,7 +38,7 @@ GPT2 = GPU_FIXTURES / "gpt2"
 def needs(*paths: str):
     """Skip unless these Textual fast paths are on (their comparisons with Textual are moot elsewhere)."""
     off = [p for p in paths if not getattr(FAST, p)]
-    return pytest.mark.skipif(bool(off), reason=f"fast paths off: {'; '.join(FAST.why_off.get(p, p) for p in off)}")
+    return pytest.mark.skipif(bool(off), reason=f"fast paths off: {'; '.join(sorted({FAST.why_off.get(p, p) for p in off}))}")
 
 
 @pytest.fixture(autouse=True)
