@@ -74,9 +74,9 @@ class BenchResult:
 
 
 def ceilings_cache_path() -> Path:
-    base = os.environ.get("KERNELSCOPE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kernelscope")
-    return Path(base) / "ceilings.json"
+    from kernelscope.environment import cache_dir
+
+    return cache_dir() / "ceilings.json"
 
 
 def bundle_device(bundle: Bundle) -> str:

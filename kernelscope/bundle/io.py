@@ -17,8 +17,8 @@ from typing import Any
 
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
 from kernelscope.bundle.validate import from_dict
-from kernelscope.textsafe import CONTROLS as _CONTROLS
 from kernelscope.safefile import FileProblem, open_regular, read_regular, why
+from kernelscope.textsafe import CONTROLS as _CONTROLS
 from kernelscope.textsafe import printable
 
 MANIFEST = "bundle.json"

@@ -20,8 +20,9 @@ _RANK_IN_RECORD = re.compile(r"\"rank\": ?(\d+)")
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernelscope" / "opened"
+    from kernelscope.environment import cache_dir
+
+    return cache_dir() / "opened"
 
 
 def default_out(trace: Path, rank: int | None) -> Path:
