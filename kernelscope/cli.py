@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit:  # argparse's --help and usage errors
         flush_stdout()
         raise
+    finally:
+        from kernelscope.capture.lifeline import end_by_signal
+
+        end_by_signal()  # a SIGTERM/SIGHUP, cleaned up after like Ctrl-C: end by it, as its sender expects
     return rc if flush_stdout() else rc or EXIT_USAGE
 
 

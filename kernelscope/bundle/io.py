@@ -15,9 +15,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernelscope.bundle.bench_record import bench_record_problem
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
 from kernelscope.bundle.validate import from_dict
-from kernelscope.safefile import FileProblem, open_regular, read_regular, why
+from kernelscope.safefile import FileProblem, open_regular, read_regular, why, writable_folder
 from kernelscope.textsafe import CONTROLS as _CONTROLS
 from kernelscope.textsafe import printable
 
@@ -65,6 +66,12 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
     except BundleError as exc:
         raise BundleError(f"{manifest}: {exc}; the manifest is damaged, capture again") from exc
     bundle.root = str(root)
+    if isinstance(bundle.extra, dict):  # a damaged bench record is left out, as if never benched
+        problem = bench_record_problem(bundle.extra.get("bench"))
+        if problem:
+            bundle.extra.pop("bench", None)
+            bundle.notes.append(f"the bench record in {MANIFEST} is damaged ({problem}) and was left out; "
+                                "run `kernelscope bench` again")
     for relpath in referenced_paths(bundle):
         inside(bundle.root, relpath)
     return bundle
@@ -269,6 +276,9 @@ def check_out(out: str | os.PathLike, *, replace: bool) -> None:
     except OSError as exc:  # a name too long, a loop of links
         raise BundleError(f"{out}: cannot write a bundle there ({exc.strerror or exc}); choose another -o") from exc
     if not exists:
+        problem = writable_folder(out.parent if str(out.parent) else ".")
+        if problem:  # said now, not after a compile of half a minute
+            raise BundleError(f"{problem}; choose another -o")
         return
     if not replace:
         raise BundleError(f"{out} already exists; choose another -o or pass --force to replace it")
@@ -277,6 +287,9 @@ def check_out(out: str | os.PathLike, *, replace: bool) -> None:
     if not is_bundle_folder(out):
         raise BundleError(f"{out} exists and is not a kernelscope bundle; refusing to replace it "
                           f"(no {MANIFEST} with kernelscope's schema there); choose another -o")
+    problem = writable_folder(out.parent) or writable_folder(out)
+    if problem:
+        raise BundleError(f"{problem}; cannot replace {out}, choose another -o")
 
 
 def owned_name(prefix: str) -> str:
