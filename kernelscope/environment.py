@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from kernelscope.safefile import why
@@ -33,8 +34,18 @@ def environment_problem(compiles: bool = True) -> str | None:
                 "set TMPDIR to a path without quotes, spaces or shell characters")
     if tmp and not os.path.isdir(tmp):
         return f"TMPDIR={tmp!r} is not a folder; set TMPDIR to an existing folder"
+    if compiles:  # torch.compile writes its work (generated code, objects) under the temp folder
+        from kernelscope.safefile import writable_folder
+
+        problem = writable_folder(tmp or tempfile.gettempdir(), need=MIN_TEMP_FREE)
+        if problem:
+            return f"the temp folder (TMPDIR): {problem}; free some space or point TMPDIR elsewhere"
     return None
 
+
+MIN_TEMP_FREE = 32 << 20  # a small CPU compile writes a few MB there; under this it would fail part way
+
+MIN_TEMP_FREE = 32 << 20  # a small CPU compile writes a few MB there; under this it would fail part way
 
 _OUTPUT_ERRNOS = {errno.EPIPE, errno.EBADF, errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EIO}
 

@@ -122,9 +122,19 @@ def why(exc: BaseException) -> str:
     return getattr(exc, "strerror", None) or " ".join(str(exc).split())[:200]
 
 
-def writable_folder(folder: str | os.PathLike) -> str | None:
+def free_bytes(folder: str | os.PathLike) -> int | None:
+    """Bytes an unprivileged writer may still use on ``folder``'s file system (None when unknown)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def writable_folder(folder: str | os.PathLike, need: int = 1 << 20) -> str | None:
     """Why nothing can be created in ``folder`` (or its nearest existing parent), or None when it can:
-    checked by creating and removing a file, since root and read-only mounts make ``access`` lie."""
+    checked by creating and removing a file, since root and read-only mounts make ``access`` lie, and
+    by the space left (at least ``need`` bytes)."""
     p = Path(folder).absolute()
     while not p.exists() and p.parent != p:
         p = p.parent
@@ -134,4 +144,7 @@ def writable_folder(folder: str | os.PathLike) -> str | None:
         return f"cannot write in {p} ({why(exc)})"
     os.close(fd)
     os.unlink(probe)
+    free = free_bytes(p)
+    if free is not None and free < need:
+        return f"cannot write in {p} (no space left on the device: {_size(free)} free)"
     return None

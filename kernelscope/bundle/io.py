@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from kernelscope.bundle.bench_record import bench_record_problem
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
 from kernelscope.bundle.validate import from_dict
-from kernelscope.safefile import FileProblem, open_regular, read_regular, why, writable_folder
+from kernelscope.safefile import FileProblem, check_regular, open_regular, read_regular, why, writable_folder
 from kernelscope.textsafe import CONTROLS as _CONTROLS
 from kernelscope.textsafe import printable
 
@@ -36,6 +37,11 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
     if not manifest.exists() and root.is_dir():  # a replace killed half way: put the old bundle back first
         sweep_orphans(root.absolute().parent, TMP_PREFIX + "old-")
     if not manifest.is_file():
+        if manifest.exists():  # a FIFO or a device named bundle.json
+            try:
+                check_regular(manifest)
+            except FileProblem as exc:
+                raise BundleError(f"{exc}; not a kernelscope bundle") from exc
         raise BundleError(f"{root}: not a kernelscope bundle (no {MANIFEST}); capture one with `kernelscope capture`")
     try:
         size = manifest.stat().st_size
@@ -73,7 +79,14 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
             bundle.notes.append(f"the bench record in {MANIFEST} is damaged ({problem}) and was left out; "
                                 "run `kernelscope bench` again")
     for relpath in referenced_paths(bundle):
-        inside(bundle.root, relpath)
+        path = inside(bundle.root, relpath)
+        try:  # a FIFO, socket or device the manifest names would block or mislead every reader: refused here
+            mode = path.stat().st_mode
+        except (OSError, ValueError):
+            continue  # absent: the readers say so where it is needed
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise BundleError(f"{root}: {relpath!r} in the bundle is not a regular file (a FIFO, socket or "
+                              "device); refusing to read the bundle")
     return bundle
 
 

@@ -124,6 +124,8 @@ class ChildJob:
                         pass
                 kill_job_leftovers(proc, marker)
                 untrack(proc)
+                if proc.stderr is not None:  # closed here: an unclosed pipe is a ResourceWarning (an error under -W error)
+                    proc.stderr.close()
             for fd in (write_fd, life_read, life_write, read_fd):
                 if fd >= 0:
                     try:
