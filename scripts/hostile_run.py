@@ -1406,7 +1406,7 @@ def loader_cases() -> list[Case]:
              setup=lambda d: os.mkfifo(d / "t.toml"), timeout=30),
         Case(L, "a trace with one 300 MB line: memory", lambda d: ["open", str(d / "trace"), "--no-ui", "-o",
                                                                     str(d / "o")],
-             want=0, runner=rss_runner(1200), setup=_huge_line_trace, timeout=240),
+             want=0, runner=rss_runner(500), setup=_huge_line_trace, timeout=240),
     ]
     return cases
 
