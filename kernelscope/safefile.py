@@ -17,10 +17,19 @@ from pathlib import Path
 
 
 class FileProblem(OSError):
-    """A file that cannot be read or written as asked; ``str()`` is one line naming the file and why."""
+    """A file that cannot be read or written as asked; ``str()`` is one line naming the file and why.
+    ``not_regular``: it is a FIFO, socket, device or folder (the others: unreadable, too large, unwritable)."""
+
+    not_regular = False
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "file problem"
+
+
+class NotRegular(FileProblem):
+    """A FIFO, socket, device or folder where a regular file was expected."""
+
+    not_regular = True
 
 
 def _kind(mode: int) -> str:
@@ -36,7 +45,7 @@ def check_regular(path: str | os.PathLike) -> None:
     except (OSError, ValueError) as exc:
         raise FileProblem(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from exc
     if not stat.S_ISREG(mode):
-        raise FileProblem(f"{path} is {_kind(mode)}, not a regular file; refusing to read it")
+        raise NotRegular(f"{path} is {_kind(mode)}, not a regular file; refusing to read it")
 
 
 def open_regular(path: str | os.PathLike):
@@ -49,7 +58,7 @@ def open_regular(path: str | os.PathLike):
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise FileProblem(f"{path} is {_kind(mode)}, not a regular file; refusing to read it")
+            raise NotRegular(f"{path} is {_kind(mode)}, not a regular file; refusing to read it")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")

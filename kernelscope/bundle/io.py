@@ -163,10 +163,10 @@ def read_text(bundle: Bundle, relpath: str | None, *, required: bool = False) ->
             data = fh.read(MAX_TEXT_BYTES + 1)
             rest = fh.seek(0, os.SEEK_END) - MAX_TEXT_BYTES if len(data) > MAX_TEXT_BYTES else 0
     except FileProblem as exc:
-        if required or "regular file" in str(exc):
-            raise BundleError(f"{bundle.root}: {relpath} in the bundle is not a regular file; refusing to read it"
-                              if "regular file" in str(exc) else f"{bundle.root}: cannot read {relpath} "
-                              f"({exc.__cause__.strerror if isinstance(exc.__cause__, OSError) else 'unreadable'}); "
+        if exc.not_regular:
+            raise BundleError(f"{bundle.root}: {relpath} in the bundle is not a regular file; refusing to read it") from exc
+        if required:
+            raise BundleError(f"{bundle.root}: cannot read {relpath} ({why(exc.__cause__ or exc)}); "
                               "the bundle is incomplete, capture again") from exc
         return ""
     except OSError as exc:
