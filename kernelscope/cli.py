@@ -40,6 +40,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
+    from kernelscope.environment import environment_problem
+
+    first = next((a for a in argv if not a.startswith("-")), None)
+    problem = environment_problem(compiles=first not in COMMANDS or first in ("capture", "bench", "ui", "talk"))
+    if problem:  # a deleted cwd, a quote in TMPDIR ...: said before anything trips on it
+        if sys.stderr is not None:
+            print(f"kernelscope: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    from kernelscope.environment import flush_stdout
+
+    try:
+        rc = _main(argv, debug)
+    except SystemExit:  # argparse's --help and usage errors
+        flush_stdout()
+        raise
+    finally:
+        from kernelscope.capture.lifeline import end_by_signal
+
+        end_by_signal()  # a SIGTERM/SIGHUP, cleaned up after like Ctrl-C: end by it, as its sender expects
+    return rc if flush_stdout() else rc or EXIT_USAGE
+
+
+def _main(argv: list[str], debug: bool) -> int:
     first = next((a for a in argv if not a.startswith("-")), None)
     try:
         if first is None and not any(a in ("-h", "--help", "--version") for a in argv) or \
@@ -61,11 +84,18 @@ def main(argv: list[str] | None = None) -> int:
 
         if debug:
             traceback.print_exc()
+        from kernelscope.environment import output_problem
+        from kernelscope.textsafe import printable
+
         if isinstance(exc, (UsageError, TargetError, BundleError)):
-            print(f"kernelscope: {exc}", file=sys.stderr)
+            print(f"kernelscope: {printable(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
-        print(f"kernelscope: internal error: {exc.__class__.__name__}: {exc} (run with --debug for the traceback)",
-              file=sys.stderr)
+        problem = output_problem(exc)
+        if problem:  # stdout closed or full (/dev/full), a full disk under a report: the cause, not a trace
+            print(f"kernelscope: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"kernelscope: internal error: {exc.__class__.__name__}: {printable(str(exc))} "
+              "(run with --debug for the traceback)", file=sys.stderr)
         return 1
 
 

@@ -120,8 +120,9 @@ def test_ctrl_c_sigterm_sighup_of_the_parent_end_the_child(tmp_path, sig):
     if sig == signal.SIGINT:  # Ctrl-C: the parent lives on to clean up and say so
         assert rc == 130 and "capture cancelled" in parent.stderr.read()
         assert _staging(out) == [] and _work(temp) == []
-    else:
+    else:  # ended by the signal, as its sender expects, after cleaning up like Ctrl-C (issue 22)
         assert rc == -sig
+        assert _staging(out) == [] and _work(temp) == []
 
 
 def _bundle_copy(dest: Path) -> Path:

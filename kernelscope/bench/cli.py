@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(by default they are stored in its bundle.json, unless it is read-only)")
     p.add_argument("--json", action="store_true", help="print the record as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--run-bundled-source", action="store_true",
+                   help="when the captured file is not on this machine, run the bundle's own copy of it "
+                        "(code whoever sent the bundle wrote: read it first)")
     add_capture_arguments(p)
 
 
@@ -143,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
     settings = BenchSettings(device=args.device, sweep=args.sweep, sizes=_sizes(args.sizes), kernel=args.kernel,
                              changes=changes, remeasure=args.remeasure, timeout=args.timeout,
                              save=not args.no_save, grad_mode=_grad_mode(args),
-                             eval=True if getattr(args, "eval_mode", None) else None)
+                             eval=True if getattr(args, "eval_mode", None) else None,
+                             run_bundled_source=bool(getattr(args, "run_bundled_source", False)))
     for name, attr in (("reps", "reps"), ("warmup", "warmup"), ("budget", "budget_s"),
                        ("profile_calls", "profile_calls")):
         if getattr(args, name) is not None:

@@ -51,6 +51,7 @@ class BenchSettings:
     save: bool = True  # store the record in the bundle (when the bundle can be written)
     grad_mode: str | None = None  # "grad", "no_grad", "inference_mode"; None: as the bundle was captured
     eval: bool | None = None  # module.eval() first; None: as the bundle was captured
+    run_bundled_source: bool = False  # the user agreed to run the bundle's copy of the captured file
 
     def sections(self) -> list[str]:
         if self.kernel:
@@ -74,16 +75,16 @@ class BenchResult:
 
 
 def ceilings_cache_path() -> Path:
-    base = os.environ.get("KERNELSCOPE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kernelscope")
-    return Path(base) / "ceilings.json"
+    from kernelscope.environment import cache_dir
+
+    return cache_dir() / "ceilings.json"
 
 
 def bundle_device(bundle: Bundle) -> str:
     return bundle.options.get("device") or bundle.environment.get("device") or "cuda"
 
 
-def _target_request(bundle: Bundle) -> dict[str, Any]:
+def _target_request(bundle: Bundle, run_bundled_source: bool = False) -> dict[str, Any]:
     t = bundle.target
     if not t.get("file") or not t.get("name"):
         kind = t.get("kind", "")
@@ -96,6 +97,10 @@ def _target_request(bundle: Bundle) -> dict[str, Any]:
         copy = Path(bundle.root) / bundle.source["path"] if bundle.source.get("path") else None
         if copy is None or not copy.is_file():
             raise BenchError(f"{bundle.root}: the captured function's file {t['file']} is not on this machine")
+        if not run_bundled_source:  # a received bundle's code is its sender's: never run it unasked
+            raise BenchError(f"{bundle.root}: the captured function's file {t['file']} is not on this machine; "
+                             f"the bundle carries a copy, {copy}, whose code its sender wrote: read it, then pass "
+                             "--run-bundled-source to bench it")
         file = str(copy)
     args = None
     if t.get("args"):
@@ -177,7 +182,7 @@ class Bench(ChildJob):
         if "kernel" in s.sections():
             req["kernel"] = _kernel_request(bundle, s.kernel or "", s.changes)
         else:
-            req.update(_target_request(bundle))
+            req.update(_target_request(bundle, s.run_bundled_source))
         return req
 
     def run(self) -> BenchResult:

@@ -11,12 +11,17 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernelscope.bundle.bench_record import bench_record_problem
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
 from kernelscope.bundle.validate import from_dict
+from kernelscope.safefile import FileProblem, check_regular, open_regular, read_regular, why, writable_folder
+from kernelscope.textsafe import CONTROLS as _CONTROLS
+from kernelscope.textsafe import printable
 
 MANIFEST = "bundle.json"
 TMP_PREFIX = ".kernelscope-tmp-"
@@ -29,14 +34,23 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
     if root.is_file() and root.name == MANIFEST:
         root = root.parent
     manifest = root / MANIFEST
+    if not manifest.exists() and root.is_dir():  # a replace killed half way: put the old bundle back first
+        sweep_orphans(root.absolute().parent, TMP_PREFIX + "old-")
     if not manifest.is_file():
+        if manifest.exists():  # a FIFO or a device named bundle.json
+            try:
+                check_regular(manifest)
+            except FileProblem as exc:
+                raise BundleError(f"{exc}; not a kernelscope bundle") from exc
         raise BundleError(f"{root}: not a kernelscope bundle (no {MANIFEST}); capture one with `kernelscope capture`")
     try:
         size = manifest.stat().st_size
         if size > MAX_MANIFEST_BYTES:
             raise BundleError(f"{manifest}: bundle manifest of {size >> 20} MB is larger than kernelscope reads "
                               f"({MAX_MANIFEST_BYTES >> 20} MB); capture again")
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(manifest, MAX_MANIFEST_BYTES, "bundle manifest").decode("utf-8"))
+    except FileProblem as exc:
+        raise BundleError(f"{exc}; capture again") from exc
     except (OSError, ValueError) as exc:
         raise BundleError(f"{manifest}: unreadable bundle manifest ({_one_line(exc)}); capture again") from exc
     except RecursionError as exc:
@@ -58,8 +72,21 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
     except BundleError as exc:
         raise BundleError(f"{manifest}: {exc}; the manifest is damaged, capture again") from exc
     bundle.root = str(root)
+    if isinstance(bundle.extra, dict):  # a damaged bench record is left out, as if never benched
+        problem = bench_record_problem(bundle.extra.get("bench"))
+        if problem:
+            bundle.extra.pop("bench", None)
+            bundle.notes.append(f"the bench record in {MANIFEST} is damaged ({problem}) and was left out; "
+                                "run `kernelscope bench` again")
     for relpath in referenced_paths(bundle):
-        inside(bundle.root, relpath)
+        path = inside(bundle.root, relpath)
+        try:  # a FIFO, socket or device the manifest names would block or mislead every reader: refused here
+            mode = path.stat().st_mode
+        except (OSError, ValueError):
+            continue  # absent: the readers say so where it is needed
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise BundleError(f"{root}: {relpath!r} in the bundle is not a regular file (a FIFO, socket or "
+                              "device); refusing to read the bundle")
     return bundle
 
 
@@ -132,9 +159,16 @@ def read_text(bundle: Bundle, relpath: str | None, *, required: bool = False) ->
         return ""
     path = inside(bundle.root, relpath)
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # a FIFO planted in a bundle would block the reader forever
             data = fh.read(MAX_TEXT_BYTES + 1)
             rest = fh.seek(0, os.SEEK_END) - MAX_TEXT_BYTES if len(data) > MAX_TEXT_BYTES else 0
+    except FileProblem as exc:
+        if exc.not_regular:
+            raise BundleError(f"{bundle.root}: {relpath} in the bundle is not a regular file; refusing to read it") from exc
+        if required:
+            raise BundleError(f"{bundle.root}: cannot read {relpath} ({why(exc.__cause__ or exc)}); "
+                              "the bundle is incomplete, capture again") from exc
+        return ""
     except OSError as exc:
         if required:
             raise BundleError(f"{bundle.root}: cannot read {relpath} ({exc.strerror or _one_line(exc)}); "
@@ -148,20 +182,6 @@ def read_text(bundle: Bundle, relpath: str | None, *, required: bool = False) ->
 
 
 MAX_TEXT_BYTES = 16 << 20
-
-# Terminal escape sequences (CSI ... final byte, OSC ... BEL/ST, two-byte ESC x), then any other
-# control character but tab and newline. Every quantifier runs over a class disjoint from what
-# follows it, so these cannot backtrack.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]?")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` safe to write to a terminal: escape sequences and control characters removed
-    (CRLF line ends become LF), so a file in a bundle cannot move the cursor or retitle the window."""
-    text = text.replace("\r\n", "\n")
-    return _CONTROLS.sub("", _ESCAPES.sub("", text))
-
 
 MAX_LINE_CHARS = 4000  # a line shown in a view or a report is cut here
 MAX_SHOWN_CHARS = 2 << 20  # a text shown in a view or embedded in a report is cut here
@@ -197,8 +217,15 @@ def save_manifest(bundle: Bundle, folder: str | os.PathLike) -> None:
     """Write bundle.json into ``folder`` (which already holds the bundle's files)."""
     target = Path(folder) / MANIFEST
     tmp = target.with_suffix(".json.tmp")
-    tmp.write_text(manifest_text(bundle), encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        tmp.write_text(manifest_text(bundle), encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:  # a full disk or a read-only folder: one line, and no bundle.json.tmp left
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise BundleError(f"cannot write {target} ({why(exc)}); the bundle was left as it was") from exc
 
 
 def fresh_path(folder: str | os.PathLike, name: str, suffix: str = "") -> Path:
@@ -223,8 +250,8 @@ def is_bundle_folder(path: str | os.PathLike) -> bool:
     """Whether ``path`` is a folder whose bundle.json is a kernelscope manifest (its ``schema``)."""
     manifest = Path(path) / MANIFEST
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        data = json.loads(read_regular(manifest, MAX_MANIFEST_BYTES).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return False
     return isinstance(data, dict) and data.get("schema") == SCHEMA_NAME
 
@@ -255,11 +282,16 @@ def check_out(out: str | os.PathLike, *, replace: bool) -> None:
     if what:
         raise BundleError(f"{out} is {what}; -o names the bundle's own folder: choose a new one, "
                           "e.g. -o kernelscope-captures/NAME")
+    if replace:  # a replace killed half way is undone first, so --force finds the old bundle whole
+        sweep_orphans(out.absolute().parent, TMP_PREFIX + "old-")
     try:
         exists = out.exists() or out.is_symlink()
     except OSError as exc:  # a name too long, a loop of links
         raise BundleError(f"{out}: cannot write a bundle there ({exc.strerror or exc}); choose another -o") from exc
     if not exists:
+        problem = writable_folder(out.parent if str(out.parent) else ".")
+        if problem:  # said now, not after a compile of half a minute
+            raise BundleError(f"{problem}; choose another -o")
         return
     if not replace:
         raise BundleError(f"{out} already exists; choose another -o or pass --force to replace it")
@@ -268,6 +300,9 @@ def check_out(out: str | os.PathLike, *, replace: bool) -> None:
     if not is_bundle_folder(out):
         raise BundleError(f"{out} exists and is not a kernelscope bundle; refusing to replace it "
                           f"(no {MANIFEST} with kernelscope's schema there); choose another -o")
+    problem = writable_folder(out.parent) or writable_folder(out)
+    if problem:
+        raise BundleError(f"{problem}; cannot replace {out}, choose another -o")
 
 
 def owned_name(prefix: str) -> str:
@@ -309,6 +344,8 @@ def sweep_orphans(folder: str | os.PathLike, prefix: str) -> list[Path]:
             continue
         if pid_alive(int(match.group(1))):
             continue
+        if entry.name.startswith(TMP_PREFIX + "old-") and not restore_replaced(Path(entry.path)):
+            continue  # the old bundle could not be put back: keep its pieces rather than lose them
         shutil.rmtree(entry.path, ignore_errors=True)
         removed.append(Path(entry.path))
     return removed
@@ -347,7 +384,16 @@ def commit_staging_dir(staging: str | os.PathLike, out: str | os.PathLike, *, re
     if clash:
         raise BundleError(f"{out}: the new bundle would overwrite {', '.join(clash)}, which is not the old "
                           "bundle's; choose another -o")
-    old = Path(tempfile.mkdtemp(prefix=owned_name(f"{TMP_PREFIX}old-{out.name}-"), dir=out.parent))
+    old = None
+    try:
+        old = Path(tempfile.mkdtemp(prefix=owned_name(f"{TMP_PREFIX}old-{out.name}-"), dir=out.parent))
+        # Where these pieces belong, written before any move: a start after a kill mid-replace reads it
+        # and puts the old bundle back (restore_replaced) unless the new one is whole.
+        (old / REPLACE_NOTE).write_text(out.name, encoding="utf-8")
+    except OSError as exc:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        raise BundleError(f"{out}: cannot replace the bundle ({why(exc)}); it was left as it was") from exc
     moved_out: list[str] = []
     moved_in: list[str] = []
     try:
@@ -364,6 +410,35 @@ def commit_staging_dir(staging: str | os.PathLike, out: str | os.PathLike, *, re
         for name in moved_out:
             os.replace(old / name, out / name)
         shutil.rmtree(old, ignore_errors=True)
-        raise BundleError(f"{out}: cannot replace the bundle ({exc.strerror or exc}); it was left as it was") from exc
+        raise BundleError(f"{out}: cannot replace the bundle ({why(exc)}); it was left as it was") from exc
     shutil.rmtree(old, ignore_errors=True)
     shutil.rmtree(staging, ignore_errors=True)
+
+
+REPLACE_NOTE = ".kernelscope-replacing"  # in an old-bundle folder: the name of the bundle it came from
+
+
+def restore_replaced(old: Path) -> bool:
+    """Finish or undo a replace whose process died (``old`` is its ``.kernelscope-tmp-old-*`` folder):
+    when the bundle it names holds no manifest, the new bundle never fully moved in, so its partial
+    entries go and the old ones move back, the manifest last. True when ``old`` may now be removed."""
+    try:
+        name = (old / REPLACE_NOTE).read_text(encoding="utf-8").strip()
+    except OSError:
+        return not any(e.name in BUNDLE_ENTRIES for e in os.scandir(old))
+    if not name or "/" in name or name in (".", ".."):
+        return False
+    out = old.parent / name
+    if (out / MANIFEST).exists():
+        return True  # the new bundle is whole (its manifest moves in last): the old pieces are garbage
+    pieces = sorted((e.name for e in os.scandir(old) if e.name in BUNDLE_ENTRIES), key=lambda n: n == MANIFEST)
+    try:
+        out.mkdir(exist_ok=True)
+        for piece in pieces:
+            if (out / piece).exists() or (out / piece).is_symlink():  # half of the new bundle
+                target = out / piece
+                shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+            os.replace(old / piece, out / piece)
+    except OSError:
+        return False
+    return True

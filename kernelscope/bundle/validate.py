@@ -161,6 +161,19 @@ def from_dict(data: dict) -> Bundle:
         kern.triton = _build_list(TritonVariant, k, "triton", where)
         kernels.append(kern)
     b.kernels = kernels
+    # Cross-references the UI keys its tables on: a kernel names one of the graphs; ids are unique.
+    graph_ids = [g.id for g in b.graphs]
+    if len(set(graph_ids)) != len(graph_ids):
+        raise BundleError(f"bundle.graphs: graph id {next(g for g in graph_ids if graph_ids.count(g) > 1)!r} "
+                          "appears twice")
+    kernel_ids = [k.id for k in kernels]
+    if len(set(kernel_ids)) != len(kernel_ids):
+        raise BundleError(f"bundle.kernels: kernel id {next(k for k in kernel_ids if kernel_ids.count(k) > 1)!r} "
+                          "appears twice")
+    for i, kern in enumerate(kernels):
+        if kern.graph not in graph_ids:
+            raise BundleError(f"bundle.kernels[{i}] ({kern.name}) names graph {kern.graph!r}, which is not one of "
+                              f"the bundle's {len(graph_ids)} graph(s)")
     b.graph_breaks = _build_list(GraphBreak, data, "graph_breaks", "bundle")
     b.recompiles = _build_list(Recompile, data, "recompiles", "bundle")
     b.autotune = []

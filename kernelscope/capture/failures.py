@@ -14,6 +14,9 @@ from kernelscope.capture import torch_hooks
 
 class CaptureFailure(Exception):
     def __init__(self, kind: str, message: str):
+        from kernelscope.textsafe import one_line
+
+        message = one_line(message, 1000)  # the user's exception text reaches the terminal: no escapes
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -62,6 +65,14 @@ def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailur
         return CaptureFailure("compile", f"torch.compile failed in Inductor: {inner.__class__.__name__}: {inner_text[:300]}")
     if torch_hooks.from_dynamo(exc):
         return CaptureFailure("compile", f"torch.compile failed in Dynamo: {name}: {first[:300]}{user_frame(exc, user_file)}")
+    if isinstance(exc, Warning):  # PYTHONWARNINGS=error / -W error turned a warning into an exception
+        frames = traceback.extract_tb(exc.__traceback__)
+        where = next((f.filename for f in reversed(frames) if f.filename != user_file), "")
+        mine = bool(frames) and frames[-1].filename == user_file
+        source = "your function" if mine else _package_of(where)
+        return CaptureFailure("user", f"{source} raised {name} as an error because warnings are errors here "
+                              f"(PYTHONWARNINGS or -W error): {first[:300]}{user_frame(exc, user_file)}; unset "
+                              "PYTHONWARNINGS or narrow it (e.g. error::UserWarning:yourmodule)")
     if "CUDA error" in text or "cudaError" in text or name == "AcceleratorError":
         return CaptureFailure("cuda", f"CUDA error: {first[:300]}")
     return CaptureFailure("user", f"your function raised {name}: {first[:300]}{user_frame(exc, user_file)}")
@@ -73,3 +84,12 @@ def _graph_break_line(text: str) -> str:
         if line.startswith("Explanation:"):
             return line[len("Explanation:"):].strip()
     return text.split("\n")[0].strip()
+
+
+def _package_of(filename: str) -> str:
+    """'torch' for .../site-packages/torch/..., else the file's name: who raised a warning."""
+    parts = Path(filename).parts if filename else ()
+    for marker in ("site-packages", "dist-packages"):
+        if marker in parts and parts.index(marker) + 1 < len(parts):
+            return parts[parts.index(marker) + 1].removesuffix(".py")
+    return Path(filename).name or "library code"

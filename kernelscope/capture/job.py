@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.bundle.io import owned_name, sweep_orphans
-from kernelscope.capture.lifeline import install_parent_signal_handlers, kill_group, track, untrack
+from kernelscope.capture.lifeline import (
+    JOB_MARKER,
+    install_parent_signal_handlers,
+    kill_group,
+    kill_job_leftovers,
+    track,
+    untrack,
+)
 from kernelscope.capture.spec import MAX_EVENT_LINE, decode_event
 
 
@@ -81,7 +89,8 @@ class ChildJob:
             request["parent_pid"] = os.getpid()
             request_path = work / "request.json"
             request_path.write_text(json.dumps(request), encoding="utf-8")
-            proc = self._proc = spawn_child(self.python, module, request_path, (write_fd, life_read))
+            marker = f"{os.getpid()}-{secrets.token_hex(6)}"
+            proc = self._proc = spawn_child(self.python, module, request_path, (write_fd, life_read), marker)
             track(proc)
             os.close(write_fd)
             write_fd = -1
@@ -98,6 +107,9 @@ class ChildJob:
                 timed_out = True
                 kill_group(proc)
                 rc = proc.wait()
+            # Whatever the user's code started (a child forked at import, a daemon) goes with the job; its
+            # processes hold the event pipe's write end, so this comes before reading to the pipe's end.
+            kill_job_leftovers(proc, marker)
             stderr = (proc.stderr.read() or b"").decode("utf-8", "replace") if proc.stderr else ""
             reader.join(timeout=5)
             return ChildOutcome(request, rc, stderr, timed_out)
@@ -110,7 +122,10 @@ class ChildJob:
                         proc.wait(timeout=10)
                     except subprocess.TimeoutExpired:
                         pass
+                kill_job_leftovers(proc, marker)
                 untrack(proc)
+                if proc.stderr is not None:  # closed here: an unclosed pipe is a ResourceWarning (an error under -W error)
+                    proc.stderr.close()
             for fd in (write_fd, life_read, life_write, read_fd):
                 if fd >= 0:
                     try:
@@ -120,13 +135,16 @@ class ChildJob:
             self._proc = None
 
 
-def spawn_child(python: str, module: str, request_path: Path, fds: tuple[int, ...]) -> subprocess.Popen:
+def spawn_child(python: str, module: str, request_path: Path, fds: tuple[int, ...],
+                marker: str = "") -> subprocess.Popen:
     """``python -m MODULE REQUEST.json`` in its own process group (so a cancel kills its workers too),
     with this kernelscope importable and FDS (the event pipe's write end, the lifeline) passed down."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2])] +
                                         ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if marker:
+        env[JOB_MARKER] = marker
     return subprocess.Popen([python, "-m", module, str(request_path)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, pass_fds=fds, env=env,
                             start_new_session=True)

@@ -266,9 +266,15 @@ def decode_event(line: bytes | str) -> dict[str, Any] | None:
         return None
     try:
         event = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    return event if isinstance(event, dict) else None
+    if not isinstance(event, dict):
+        return None
+    # The user's code shares the child's process and can write forged lines to this pipe: what reaches
+    # the terminal (messages, phases, kinds) has its escape sequences removed here, where it enters.
+    from kernelscope.textsafe import printable
+
+    return {str(k): printable(v) if isinstance(v, str) else v for k, v in event.items()}
 
 
 class Events:

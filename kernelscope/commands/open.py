@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stderr-log", metavar="FILE", help="the job's stderr (TORCH_LOGS, AUTOTUNE tables), optional")
     p.add_argument("--rank", type=int, metavar="N", help="which rank's log to open (default: the lowest)")
     p.add_argument("-o", "--out", metavar="BUNDLE", help="bundle folder to write (default: a folder in "
-                                                          "~/.cache/kernelscope/opened)")
+                                                          "$KERNELSCOPE_CACHE/opened, default ~/.cache/kernelscope/opened)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at -o")
     p.add_argument("--no-ui", action="store_true", help="print the summary instead of opening the explorer")
 

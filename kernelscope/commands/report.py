@@ -43,9 +43,11 @@ def run(args: argparse.Namespace) -> int:
                           "(give -o another file, such as report.md)")
     if out.is_dir():
         raise BundleError(f"{out} is a folder; give -o a file name such as report.md")
-    try:
-        out.write_text(text, encoding="utf-8")
+    from kernelscope.safefile import write_atomic
+
+    try:  # atomic: a full disk leaves the old report (or none), never half of one
+        write_atomic(out, text)
     except OSError as exc:
-        raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from exc
+        raise BundleError(str(exc)) from exc
     print(f"wrote {out}", file=sys.stderr)
     return 0

@@ -19,7 +19,10 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
     if not trace.exists():
         raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
     check_out(out, replace=replace)  # before the parse: a refused -o costs nothing
-    logs = parse_trace_folder(trace)
+    try:
+        logs = parse_trace_folder(trace)
+    except OSError as exc:  # a FIFO or a device among the logs, an unreadable file
+        raise BundleError(f"{exc}") from exc
     if not logs:
         raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
     good = sum(t.seen - t.malformed for _, t in logs)
@@ -50,6 +53,11 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
             raise BundleError(f"{trace}: a TORCH_TRACE record is not shaped as torch writes it "
                               f"({exc.__class__.__name__}: {' '.join(str(exc).split())[:120]}); "
                               "is the log damaged?") from exc
+        except OSError as exc:  # a full disk or a read-only folder while writing the files
+            from kernelscope.safefile import why as why_not
+
+            raise BundleError(f"cannot write the bundle at {out} ({why_not(exc)}); free some space or "
+                              "choose another -o") from exc
         if not bundle.graphs:
             bundle.notes.append("the trace holds no Inductor output code (was the backend inductor?)")
         if not triton_cache:

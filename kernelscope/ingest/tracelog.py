@@ -129,14 +129,36 @@ def iter_records(lines: Iterator[str]) -> Iterator[tuple[dict[str, Any], list[st
 
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 
+# No real record line comes near this (a whole output code is in its tab-prefixed payload lines); a longer
+# line is skipped as it streams past instead of being held whole (one 1 GiB line cost 4 GB of memory).
+MAX_LINE_BYTES = 96 << 20
+
+
+def bounded_lines(fh, limit: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """The lines of the binary file ``fh`` as text, each line longer than ``limit`` bytes skipped
+    (read through in chunks, never held whole)."""
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:  # the rest of an over-long line
+                chunk = fh.readline(1 << 20)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+            continue
+        yield line.decode("utf-8", errors="replace")
+
 
 def parse_trace_file(path: str | os.PathLike) -> TraceLog:
     log = TraceLog()
     m = _RANK_IN_NAME.search(Path(path).name)
     if m:
         log.rank = int(m.group(1))
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for envelope, payload in iter_records(fh):
+    from kernelscope.safefile import open_regular
+
+    with open_regular(path) as fh:  # a FIFO among the logs would block the reader forever
+        for envelope, payload in iter_records(bounded_lines(fh)):
             log.seen += 1
             problem = envelope_problem(envelope)
             if problem:

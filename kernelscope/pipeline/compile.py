@@ -74,7 +74,9 @@ class CompileResult:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("KERNELSCOPE_CACHE") or Path.home() / ".cache" / "kernelscope")
+    from kernelscope.environment import cache_dir
+
+    return cache_dir()
 
 
 def work_dir_for(bundle: Bundle, kernel: Kernel, variant: TritonVariant | None, arch: int, what: str) -> Path:

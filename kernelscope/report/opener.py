@@ -20,8 +20,9 @@ _RANK_IN_RECORD = re.compile(r"\"rank\": ?(\d+)")
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernelscope" / "opened"
+    from kernelscope.environment import cache_dir
+
+    return cache_dir() / "opened"
 
 
 def default_out(trace: Path, rank: int | None) -> Path:
@@ -40,9 +41,12 @@ def rank_of(log: Path) -> int | None:
     m = _RANK_IN_NAME.search(log.name)
     if m:
         return int(m.group(1))
+    from kernelscope.ingest.tracelog import bounded_lines
+    from kernelscope.safefile import open_regular
+
     try:
-        with open(log, encoding="utf-8", errors="replace") as fh:
-            for _, line in zip(range(200), fh):
+        with open_regular(log) as fh:  # lines capped: one huge line is never held whole
+            for _, line in zip(range(200), bounded_lines(fh)):
                 if not line.startswith("\t") and (m := _RANK_IN_RECORD.search(line)):
                     return int(m.group(1))
     except OSError:

@@ -74,7 +74,15 @@ class KernelscopeApp(App):
         self._talk_bundles: dict = {}
         # Served in a browser (``kernelscope serve``): quitting asks first, screenshots go to the browser.
         self.served = os.environ.get("KERNELSCOPE_SERVE") == "1"
-        self.theme = theme or os.environ.get("KERNELSCOPE_THEME") or "textual-dark"
+        wanted = theme or os.environ.get("KERNELSCOPE_THEME") or "textual-dark"
+        self.theme_problem = ""  # an unknown theme (KERNELSCOPE_THEME=typo) falls back, and says so
+        if wanted not in self.available_themes:
+            from kernelscope.textsafe import one_line
+
+            self.theme_problem = (f"theme {one_line(wanted, 60)!r} is not one Textual knows "
+                                  f"(KERNELSCOPE_THEME); using textual-dark")
+            wanted = "textual-dark"
+        self.theme = wanted
         self.first_frame_ms: float | None = None
         self.highlighting_ready = False  # set once lexers may run (a frame after the first)
 
@@ -83,6 +91,8 @@ class KernelscopeApp(App):
         # the cyclic GC would walk them again and again for nothing. Freeze what exists, pause the
         # collector until the first frame is drawn, then let it run as usual.
         gc.freeze()
+        if self.theme_problem:
+            self.notify(self.theme_problem, severity="warning")
         self._gc_was_enabled = gc.isenabled()
         gc.disable()
         textdoc.defer_lexers(True)
@@ -111,6 +121,8 @@ class KernelscopeApp(App):
             # as long as it does: frozen too, a full collection (every few keys while moving through a
             # model's kernels) no longer walks it, which took up to ~100 ms at a time on a 12-layer GPT-2.
             gc.freeze()
+        if self.theme_problem:
+            self.notify(self.theme_problem, severity="warning")
             # And full collections ten times rarer: caches of drawn lines fill as one moves (tens of thousands
             # of small objects), and each full collection walked them all again (50-100 ms, every ~12 keys).
             # Young collections rarer too: the explorer freezes what each move drew (ui/gcpolicy.py), so

@@ -6,16 +6,13 @@ or ``~/.cache/kernelscope``. Nothing here ever writes next to the user's own fil
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("KERNELSCOPE_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "kernelscope"
+    from kernelscope.environment import cache_dir as shared_cache_dir  # one setting for every command
+
+    return shared_cache_dir()
 
 
 def new_capture_dir(name: str) -> Path:

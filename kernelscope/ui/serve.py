@@ -36,6 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--light", action="store_true", help="light theme (projectors often read better)")
     p.add_argument("--talk", nargs="?", const="", default=None, metavar="SCRIPT",
                    help="run a talk script (default: the seed story shipped with kernelscope); space or → steps")
+    p.add_argument("--log", metavar="FILE", help="write a debug log of requests to FILE (mode 0600, the token "
+                                                 "redacted); by default nothing is logged per request")
 
 
 def serve_command(args: argparse.Namespace) -> str:
@@ -104,8 +106,45 @@ def port_problem(host: str, port: int) -> str | None:
     return None
 
 
+class RedactToken:
+    """A logging filter that replaces the server's token (and any ``token=`` value) in a record's text."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def filter(self, record) -> bool:
+        import re
+
+        text = record.getMessage().replace(self.token, "<token>")
+        record.msg, record.args = re.sub(r"(token=)[^&\s\"']+", r"\1<token>", text), ()
+        return True
+
+
+def quiet_logging(token: str, log_file: str | None) -> None:
+    """No request is logged by default: aiohttp's access log holds ``GET /?token=...`` and the Referer,
+    and a terminal redirected to a file (or scrolled away from the URL) must not keep them. With
+    ``--log FILE`` a debug log goes to FILE, created 0600, with the token redacted."""
+    import logging
+
+    for name in ("aiohttp.access", "aiohttp.server", "aiohttp.web", "textual-serve"):
+        lg = logging.getLogger(name)
+        lg.handlers.clear()
+        lg.propagate = False
+        lg.setLevel(logging.CRITICAL + 1)
+    if not log_file:
+        return
+    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+    handler.addFilter(RedactToken(token))
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    for name in ("aiohttp.access", "aiohttp.server", "aiohttp.web", "textual-serve"):
+        lg = logging.getLogger(name)
+        lg.setLevel(logging.DEBUG)
+        lg.addHandler(handler)
+
+
 def make_server(command: str, host: str, port: int, token: str, *, font_size: int = FONT,
-                theme: str = "textual-dark") -> Any:
+                theme: str = "textual-dark", log_file: str | None = None) -> Any:
     """A textual-serve Server that requires TOKEN and a loopback Host/Origin on every request but
     its static files. Checked against textual-serve 1.1.3: its ``_make_app()`` builds the aiohttp
     app (routes "/", "/ws", "/download/{key}", "/static"), and ``handle_index`` builds the page's
@@ -160,7 +199,11 @@ def make_server(command: str, host: str, port: int, token: str, *, font_size: in
             context["page_background"] = PAGE_BACKGROUND.get(theme, PAGE_BACKGROUND["textual-dark"])
             return context
 
+        def initialize_logging(self) -> None:  # textual-serve's logs every request (URL, token) at INFO
+            quiet_logging(token, log_file)
+
         async def on_startup(self, app: web.Application) -> None:
+            # The one line the user must copy, printed last (nothing per request scrolls it away).
             print(f"kernelscope: serving on http://{url_host(host)}:{port}/?token={token}  (ctrl+c to stop)",
                   file=sys.stderr, flush=True)
 
@@ -196,9 +239,17 @@ def run(args: argparse.Namespace) -> int:
     if problem:  # said here, once, not in every browser tab that opens the page
         print(f"kernelscope: {problem}", file=sys.stderr)
         return 2
+    if getattr(args, "log", None):
+        try:  # said now, in one line, not as a failure to serve
+            os.close(os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        except OSError as exc:
+            print(f"kernelscope: cannot write the log {args.log} ({exc.strerror or exc}); give --log another file",
+                  file=sys.stderr)
+            return 2
     server = make_server(serve_command(args), args.host, args.port, secrets.token_urlsafe(24),
                          font_size=BIG_FONT if args.big else FONT,
-                         theme="textual-light" if args.light else "textual-dark")
+                         theme="textual-light" if args.light else "textual-dark",
+                         log_file=getattr(args, "log", None))
     try:
         server.serve()
     except OSError as exc:  # the port was taken between the check and the bind

@@ -51,10 +51,13 @@ def load_talk(path: str | Path) -> Talk:
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / "talk.toml"
-    if not p.is_file():
+    if not p.exists():
         raise TalkError(f"{path}: no such talk script; give a .toml or .json file (see `kernelscope talk --help`)")
+    from kernelscope.safefile import read_regular
+    from kernelscope.textsafe import one_line, printable
+
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_regular(p, MAX_TALK_BYTES, "talk script").decode("utf-8")
         if p.suffix == ".json":
             data = json.loads(text)
         else:
@@ -64,7 +67,9 @@ def load_talk(path: str | Path) -> Talk:
                 raise TalkError(f"{p}: TOML talk scripts need Python 3.11+; write it as JSON") from exc
             data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise TalkError(f"{p}: not a readable talk script ({str(exc).splitlines()[0]})") from exc
+        raise TalkError(f"{p}: not a readable talk script ({one_line(exc, 200)})") from exc
+    except RecursionError as exc:  # JSON or TOML nested thousands deep: no talk script is
+        raise TalkError(f"{p}: nested too deeply to be a talk script") from exc
     raw = data.get("step", data.get("steps")) if isinstance(data, dict) else None
     if not isinstance(raw, list) or not raw:
         raise TalkError(f"{p}: no steps; add [[step]] tables with bundle, pane, title and note")
@@ -72,15 +77,24 @@ def load_talk(path: str | Path) -> Talk:
     for n, item in enumerate(raw, 1):
         if not isinstance(item, dict) or not item.get("bundle"):
             raise TalkError(f"{p}: step {n} has no bundle; give the capture's folder, relative to the script")
-        folder = (p.parent / str(item["bundle"])).resolve()
-        if not (folder / "bundle.json").is_file():
-            raise TalkError(f"{p}: step {n}: {item['bundle']} is not a bundle folder (no bundle.json in {folder})")
+        shown = one_line(item["bundle"], 200)
+        try:
+            folder = (p.parent / str(item["bundle"])).resolve()
+            is_bundle = (folder / "bundle.json").is_file()
+        except (OSError, ValueError) as exc:  # a NUL byte, a name too long, a loop of links
+            raise TalkError(f"{p}: step {n}: {shown!r} is not a usable folder name ({one_line(exc, 120)})") from exc
+        if not is_bundle:
+            raise TalkError(f"{p}: step {n}: {shown} is not a bundle folder (no bundle.json in {one_line(folder)})")
         pane = str(item.get("pane") or "presentation")
         if pane not in PANES:
-            raise TalkError(f"{p}: step {n}: unknown pane {pane!r}; use one of {', '.join(PANES)}")
-        steps.append(Step(folder, pane, str(item.get("kernel") or ""), str(item.get("title") or ""),
-                          str(item.get("note") or "")))
-    return Talk(p, str(data.get("title") or ""), steps)
+            raise TalkError(f"{p}: step {n}: unknown pane {one_line(pane, 80)!r}; use one of {', '.join(PANES)}")
+        # Titles and notes are shown on the audience's terminal: no escape sequence gets through.
+        steps.append(Step(folder, pane, one_line(item.get("kernel") or "", 500), one_line(item.get("title") or "", 500),
+                          printable(str(item.get("note") or ""))[:20_000]))
+    return Talk(p, one_line(data.get("title") or "", 500), steps)
+
+
+MAX_TALK_BYTES = 4 << 20
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,159 @@
+"""Reading files from outside safely, and writing files atomically.
+
+``read_regular`` opens a path only when it is a regular file (a FIFO would block the reader until someone
+writes; a device or a socket is never data), reads at most ``limit`` bytes and says so in one line when the
+file is larger. ``write_atomic`` writes a sibling temporary file and renames it over the target, so a full
+disk or a kill leaves the old file (or none), never half a new one. Both raise ``FileProblem`` (an
+``OSError`` subclass carrying a one-line reason) so callers wrap it in their own one-line error.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+class FileProblem(OSError):
+    """A file that cannot be read or written as asked; ``str()`` is one line naming the file and why.
+    ``not_regular``: it is a FIFO, socket, device or folder (the others: unreadable, too large, unwritable)."""
+
+    not_regular = False
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "file problem"
+
+
+class NotRegular(FileProblem):
+    """A FIFO, socket, device or folder where a regular file was expected."""
+
+    not_regular = True
+
+
+def _kind(mode: int) -> str:
+    return ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a folder" if stat.S_ISDIR(mode)
+            else "not a regular file")
+
+
+def check_regular(path: str | os.PathLike) -> None:
+    """FileProblem unless ``path`` (after symlinks) is a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError) as exc:
+        raise FileProblem(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from exc
+    if not stat.S_ISREG(mode):
+        raise NotRegular(f"{path} is {_kind(mode)}, not a regular file; refusing to read it")
+
+
+def open_regular(path: str | os.PathLike):
+    """``path`` opened for reading in binary, refused unless it is a regular file. O_NONBLOCK makes
+    opening a FIFO return at once instead of waiting for a writer; the check is on the opened file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL byte
+        raise FileProblem(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegular(f"{path} is {_kind(mode)}, not a regular file; refusing to read it")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path``; FileProblem when it is not one or is over ``limit`` bytes."""
+    with open_regular(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise FileProblem(f"{path}: {what} of {_size(size)} is larger than kernelscope reads ({_size(limit)})")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise FileProblem(f"{path}: {what} is larger than kernelscope reads ({_size(limit)})")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} KB" if n >= 1 << 10 else f"{n} bytes"
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``path`` through a temporary sibling renamed into place: a full disk or a kill
+    leaves the old file (or none) and no temporary. FileProblem names the file and the cause."""
+    target = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif target.exists():
+            os.chmod(tmp, stat.S_IMODE(os.stat(target).st_mode))
+        else:  # mkstemp's 0600 is for temporaries; a written report gets the user's usual mode
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise FileProblem(f"cannot write {target} ({why(exc)})") from exc
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def why(exc: BaseException) -> str:
+    """An OSError's cause in words a user acts on (a full disk, a read-only file system ...)."""
+    code = getattr(exc, "errno", None)
+    if code == errno.ENOSPC:
+        return "no space left on the device"
+    if code == errno.EROFS:
+        return "the file system is read-only"
+    if code == errno.EDQUOT:
+        return "disk quota exceeded"
+    if code in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if code == errno.EXDEV:
+        return "it is on another file system than its staging folder"
+    return getattr(exc, "strerror", None) or " ".join(str(exc).split())[:200]
+
+
+def free_bytes(folder: str | os.PathLike) -> int | None:
+    """Bytes an unprivileged writer may still use on ``folder``'s file system (None when unknown)."""
+    try:
+        st = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def writable_folder(folder: str | os.PathLike, need: int = 1 << 20) -> str | None:
+    """Why nothing can be created in ``folder`` (or its nearest existing parent), or None when it can:
+    checked by creating and removing a file, since root and read-only mounts make ``access`` lie, and
+    by the space left (at least ``need`` bytes)."""
+    p = Path(folder).absolute()
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".kernelscope-probe-", dir=p)
+    except OSError as exc:
+        return f"cannot write in {p} ({why(exc)})"
+    os.close(fd)
+    os.unlink(probe)
+    free = free_bytes(p)
+    if free is not None and free < need:
+        return f"cannot write in {p} (no space left on the device: {_size(free)} free)"
+    return None
