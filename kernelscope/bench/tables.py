@@ -309,16 +309,30 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
     c = rec.get("correctness") or {}
     if c:
         out.append("")
-        status = "OK" if c.get("ok") else "MISMATCH"
-        out.append(f"correctness {status}: max abs err {c.get('max_abs_err'):.3g}, "
-                   f"max rel err {c.get('max_rel_err'):.3g} ({c.get('rel_err_is')}), "
-                   f"NaN eager {c.get('nan_eager')} / compiled {c.get('nan_compiled')}; "
-                   f"{c.get('compared')} (seed {c.get('seed')})")
+        out.append(verdict_line(c))
+        out.append(f"  compared {c.get('compared')} (seed {c.get('seed')}); NaN eager {c.get('nan_eager')} / "
+                   f"compiled {c.get('nan_compiled')}")
         for p in c.get("problems", []):
             out.append(f"  {p}")
     for note in rec.get("notes", []):
         out.append(f"note: {note}")
     return out
+
+
+def verdict_line(c: dict[str, Any]) -> str:
+    """One line: the verdict, both errors against float64 (or the fallback and why) and the rule."""
+    status = "OK" if c.get("ok") else "MISMATCH"
+    head = f"correctness {status}: "
+    if c.get("compiled_rmse") is not None:
+        return (head + f"vs a float64 run ({c.get('worst')}): compiled rmse {c['compiled_rmse']:.3g} "
+                f"(max abs {c['compiled_max_abs']:.3g}), eager rmse {c['eager_rmse']:.3g} "
+                f"(max abs {c['eager_max_abs']:.3g}); rule: {c.get('rule')}")
+    if c.get("rule"):
+        why = f" ({c['no_reference']})" if c.get("no_reference") else ""
+        return (head + f"compiled vs eager: max abs err {c.get('max_abs_err'):.3g}, max rel err "
+                f"{c.get('max_rel_err'):.3g}; no float64 reference{why}; rule: {c['rule']}")
+    return (head + f"max abs err {c.get('max_abs_err'):.3g}, max rel err {c.get('max_rel_err'):.3g} "
+            f"({c.get('rel_err_is')})")
 
 
 def sweep_lines(rec: dict[str, Any], width: int = 24) -> list[str]:
