@@ -232,3 +232,30 @@ def where_time_goes(rows: list[dict[str, Any]], total_us: float, unclaimed: list
         out.append(d)
     out.sort(key=lambda d: -(d["us"] or 0))
     return out
+
+
+def named_times(launch_names: list[str], named: set[str], events: list[tuple[str, float]],
+                calls: int) -> list[float | None]:
+    """Per launch of one call: the mean µs of its named (Triton / C++) kernel over ``calls`` calls,
+    the k-th launch of a name matched with the k-th event of that name in each call; None for
+    extern launches, and for a name whose events do not come ``calls`` times its launches."""
+    calls = max(1, calls)
+    per_call: dict[str, int] = {}
+    for name in launch_names:
+        if name in named:
+            per_call[name] = per_call.get(name, 0) + 1
+    seen: dict[str, list[float]] = {}
+    for name, us in events:
+        if name in per_call:
+            seen.setdefault(name, []).append(us)
+    out: list[float | None] = []
+    occurrence: dict[str, int] = {}
+    for name in launch_names:
+        if name not in per_call or len(seen.get(name, [])) != per_call[name] * calls:
+            out.append(None)
+            continue
+        k = occurrence.get(name, 0)
+        occurrence[name] = k + 1
+        xs = seen[name][k::per_call[name]]
+        out.append(sum(xs) / len(xs))
+    return out

@@ -21,7 +21,14 @@ from typing import Any
 from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bench.explain import explain_counts, rate_flag
-from kernelscope.bench.launches import GRAPH_LAUNCH, copy_summary, split_graph_replay, sum_check, where_time_goes
+from kernelscope.bench.launches import (
+    GRAPH_LAUNCH,
+    copy_summary,
+    named_times,
+    split_graph_replay,
+    sum_check,
+    where_time_goes,
+)
 from kernelscope.bench.launches import match as match_launches
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
@@ -37,7 +44,7 @@ class BenchSettings:
     device: str | None = None  # None: the device the bundle was captured on
     warmup: int = 10
     reps: int = 100  # at least this many timed calls per side ...
-    budget_s: float = 1.0  # ... and more, up to 10x, while this budget lasts
+    budget_s: float = 0.5  # ... and more, up to 10x, while this budget (per side) lasts; long calls: >= 20 calls
     profile_calls: int = 10
     sweep: bool = False
     sizes: list[int] | None = None
@@ -306,9 +313,29 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
             row.update(tflops=round(tflops, 3), pct_matmul=_round(analysis.percent(tflops, (top or {}).get("tflops"))),
                        matmul_ceiling=(top or {}).get("tflops"))
         per_launch.append(row)
+    flushed = run.get("compiled_flushed") or {}
+    if flushed.get("sequence"):
+        times = named_times([x.name for x in launches], named, [(r[0], float(r[1])) for r in flushed["sequence"]],
+                            flushed["calls"])
+        for row, us in zip(per_launch, times):
+            if us is not None and row["us"] is not None:
+                row["us_flushed"] = round(us, 3)
+                row["pct_copy_flushed"] = _round(analysis.percent(analysis.rate(row["moved"], us), copy_gbps))
+                if row["flag"] == "cache":
+                    row["flag"] = "cache_measured"  # both figures shown: no guess
+    rec["l2_flushed"] = {k: flushed[k] for k in ("how", "skipped") if k in flushed}
     total = matched["total_us"] + (copies["us"] if copy_events else 0.0)
     rec["sum_check"] = sum_check([r["us"] for r in per_launch], total,
                                  copies_us=copies["us"] if copy_events else 0.0)
+    captured_on = "a preview for " + bundle.preview["arch"] if bundle.preview else bundle_device(bundle)
+    if bundle.preview or bundle_device(bundle) != device:
+        # The bundle's launches are another compile's (a preview's Triton kernels, a GPU capture's):
+        # nothing the bench measured is one of them, so per-launch times and their sum would be 0.
+        rec["per_launch_skipped"] = (f"per-launch times: not matched: the bundle's launches are {captured_on}'s, "
+                                     f"the bench compiled for {device} and measured that compile's kernels "
+                                     "(listed per call above)")
+        per_launch = [dict(r, us=None, gbps=None, pct_copy=None, flag="") for r in per_launch]
+        rec["sum_check"] = None
     rec["unclaimed"] = [{**u, "us": round(u["us"], 3)} for u in matched["unclaimed"]]
     rec["where_time_goes"] = where_time_goes(per_launch, total, matched["unclaimed"], copies if copy_events else None)
     if "cudagraphs" in run:
@@ -318,7 +345,8 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
         row["flag"] = rate_flag(row["pct_copy"], row.get("bytes_bound"))
     rec["per_kernel"] = per_launch  # before explain_counts, which reads each launch's measured kernels
     rec["counts_explained"] = explain_counts(rec["counts"], rec, matched["unclaimed"], bundle)
-    ran = {"grad_mode": run.get("grad_mode"), "train": "eval" if run.get("eval") else "train"}
+    ran = {"grad_mode": run.get("grad_mode"), "train": "eval" if run.get("eval") else "train",
+           "holds_modules": run.get("holds_modules", True)}
     rec["run_state"] = ran
     recorded = bundle.options.get("grad_mode")
     if recorded and ran["grad_mode"] and recorded != ran["grad_mode"]:
