@@ -104,6 +104,17 @@ def test_a_bf16_module_is_judged_in_float64_and_keeps_its_own_weights():
     assert model.scale.dtype == torch.bfloat16
 
 
+def test_tied_weights_come_back_as_they_were():
+    from kernelscope.bench.correctness import float64_weights
+
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 8), torch.nn.Linear(8, 10, bias=False))
+    model[1].weight = model[0].weight  # tied, as GPT-2's lm_head and wte
+    ptr = model[0].weight.data_ptr()
+    with float64_weights([model]):
+        assert model[1].weight.dtype == torch.float64 and model[1].weight is model[0].weight
+    assert model[0].weight.dtype == torch.float32 and model[1].weight.data_ptr() == ptr
+
+
 def test_a_function_with_a_dtype_of_its_own_falls_back_and_says_why():
     def to_half(x):
         return (x * 2).to(torch.bfloat16)

@@ -82,3 +82,13 @@ def test_l2_flushed_times_match_launches_by_name_and_order():
     assert times[1] is None
     assert [round(t, 3) for t in (times[0], times[2], times[3])] == [1.1, 2.1, 3.1]
     assert named_times(launches, named, events[:5], 2) == [None, None, None, None]  # events missing: no guess
+
+
+def test_a_preempted_cpu_call_does_not_make_a_launch_slow():
+    from kernelscope.bench.launches import match
+
+    events = [("cpp_fused_add_relu_0", 96.0, None)] * 9 + [("cpp_fused_add_relu_0", 150000.0, None)]
+    cpu = match(["cpp_fused_add_relu_0"], {"cpp_fused_add_relu_0"}, events, 10, median=True)
+    assert cpu["per_launch"][0]["us"] == 96.0 and cpu["total_us"] == 96.0
+    gpu = match(["cpp_fused_add_relu_0"], {"cpp_fused_add_relu_0"}, events, 10)
+    assert round(gpu["per_launch"][0]["us"], 1) == round(gpu["total_us"], 1) == 15086.4  # the mean adds up

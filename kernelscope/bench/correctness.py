@@ -204,6 +204,7 @@ def _to_float64(value: Any) -> Any:
 def _held_tensors(modules: list) -> list[tuple[Any, str, str]]:
     """(owner module, "param" or "buffer", name) of every floating tensor the modules hold."""
     seen: set[int] = set()
+    params: set[int] = set()  # a tied weight (GPT-2's lm_head and wte) is one parameter: cast once
     out = []
     for top in modules:
         for m in top.modules():
@@ -211,7 +212,8 @@ def _held_tensors(modules: list) -> list[tuple[Any, str, str]]:
                 continue
             seen.add(id(m))
             for name, p in m._parameters.items():
-                if p is not None and _floating(p):
+                if p is not None and _floating(p) and id(p) not in params:
+                    params.add(id(p))
                     out.append((m, "param", name))
             for name, b in m._buffers.items():
                 if b is not None and _floating(b):
@@ -239,7 +241,7 @@ def float64_weights(modules: list):
                 m._buffers[name] = b.to(torch.float64)
         yield
     finally:
-        for m, kind, name, data, grad in saved:
+        for m, kind, name, data, grad in reversed(saved):
             if kind == "param":
                 p = m._parameters[name]
                 p.data = data

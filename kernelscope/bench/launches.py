@@ -108,7 +108,7 @@ def units(events: list[tuple[str, float, Any]], named: set[str]) -> list[Unit]:
 
 
 def match(launch_names: list[str], named: set[str], events: list[tuple[str, float, Any]],
-          calls: int) -> dict[str, Any]:
+          calls: int, median: bool = False) -> dict[str, Any]:
     """For each launch of one call: its device time per call (µs, mean over ``calls``; None when no
     kernel matched it in any call) and the device kernels that ran it; plus what no launch claimed.
 
@@ -162,7 +162,8 @@ def match(launch_names: list[str], named: set[str], events: list[tuple[str, floa
                 times.append(sum(us[ev] for ev in idx))
                 if not kernels:
                     kernels = [events[ev][0] for ev in idx]
-        per_launch.append({"us": sum(times) / calls if times else None, "calls": len(times), "kernels": kernels})
+        t = (sorted(times)[len(times) // 2] if median else sum(times) / calls) if times else None
+        per_launch.append({"us": t, "calls": len(times), "kernels": kernels})
     rest: dict[str, list[float]] = {}
     for x in sorted(unclaimed):
         for ev in us_units[x].events:
@@ -170,6 +171,8 @@ def match(launch_names: list[str], named: set[str], events: list[tuple[str, floa
     other = [{"name": name, "per_call": round(len(xs) / calls, 3), "us": sum(xs) / calls,
               "memset": is_memset(name)} for name, xs in rest.items()]
     other.sort(key=lambda r: -r["us"])
+    if median:  # the total the medians add up to: what one typical call ran, plus what no launch claimed
+        total = sum(r["us"] for r in per_launch if r["us"] is not None) + sum(r["us"] for r in other)
     return {"per_launch": per_launch, "unclaimed": other, "total_us": total}
 
 

@@ -329,7 +329,7 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
                 out += ["", *section]
         return out + correctness_lines(rec)
     out.append("compiled launches: bytes from the bundle's buffers, time from the profiler (the device kernels "
-               "each launch's op ran, mean of the profiled calls)")
+               f"each launch's op ran, {rec.get('per_launch_statistic') or 'mean of the profiled calls'})")
     rows = rec.get("per_kernel", [])
     flushed = any(r.get("us_flushed") is not None for r in rows)
     out.append(f"  {'kernel':<44}{'time':>9}{'L2 flushed' if flushed else '':>{14 if flushed else 0}}{'read':>11}"

@@ -149,11 +149,13 @@ def loop_calls(per_call_us: float | None) -> int:
 
 
 def time_loop(steps: dict[str, Step], sets: list, device: str, gate: HostGate | None = None,
-              per_call_us: dict[str, float] | None = None, batches: int = 7) -> dict[str, list[float]]:
+              per_call_us: dict[str, float] | None = None, batches: int = 7,
+              budget_s: float = 1.0) -> dict[str, list[float]]:
     """Per-call time (µs) of back-to-back calls, as a training loop calls them: one pair of events
     around a batch of calls (about LOOP_BATCH_S), no synchronisation in between, so host overhead
     overlaps device work. ``batches`` figures per step, alternating, each after a host probe; the
-    full-speed ones are used when they are at least half, else all (the report says which)."""
+    full-speed ones are used when they are at least half, else all (the report says which). Past
+    ``budget_s`` per step (a host far slower in a loop than per call) it stops after 3 batches."""
     gate = gate or HostGate(None)
     calls = {name: loop_calls((per_call_us or {}).get(name)) for name in steps}
     for name in steps:
@@ -161,8 +163,11 @@ def time_loop(steps: dict[str, Step], sets: list, device: str, gate: HostGate | 
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
+    deadline = time.perf_counter() + budget_s * len(steps)
     try:
-        for _ in range(batches):
+        for b in range(batches):
+            if b >= 3 and time.perf_counter() > deadline:
+                break
             for name, step in steps.items():
                 sync(device)
                 probe = host_probe_us()
