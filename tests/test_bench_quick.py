@@ -6,6 +6,7 @@ from an L2-flushed pass match launches by name and order."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from kernelscope.bench import tables
@@ -92,3 +93,57 @@ def test_a_preempted_cpu_call_does_not_make_a_launch_slow():
     assert cpu["per_launch"][0]["us"] == 96.0 and cpu["total_us"] == 96.0
     gpu = match(["cpp_fused_add_relu_0"], {"cpp_fused_add_relu_0"}, events, 10)
     assert round(gpu["per_launch"][0]["us"], 1) == round(gpu["total_us"], 1) == 15086.4  # the mean adds up
+
+
+def _linear_relu_raw(device: str, flushed: bool) -> dict:
+    """A default-mode bench of the linear_relu GPU fixture as the child records it: a GEMM then the
+    fused Triton kernel, 10 profiled calls, and (``flushed``) 3 calls with L2 flushed first."""
+    def side(seq, e2e):
+        return {"e2e": {"median_us": e2e, "p10_us": e2e, "p90_us": e2e, "runs": 100}, "loop": {},
+                "profile_calls": 10, "host_launches": {}, "sequence": seq}
+
+    gemm = "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize32x32x8"
+    compiled = [row for c in range(10) for row in ([gemm, 6.0, 2 * c], ["triton_poi_fused_addmm_relu_0", 3.0, 2 * c + 1])]
+    run = {"inputs": ["f32[32, 512]"], "compile_s": 1.0, "correctness": {}, "rotation": {"why": "rotated"},
+           "eager": side([[gemm, 6.0, c] for c in range(10)], 40.0), "compiled": side(compiled, 30.0),
+           "grad_mode": "no_grad", "eval": False, "holds_modules": False}
+    if flushed:
+        run["compiled_flushed"] = {"calls": 3, "how": "L2 flushed before each Triton kernel (a 126 MB write), 3 "
+                                   "profiled calls", "sequence": [row for _ in range(3) for row in (
+                                       ["vectorized_elementwise_kernel<FillFunctor>", 30.0], [gemm, 6.0],
+                                       ["vectorized_elementwise_kernel<FillFunctor>", 30.0],
+                                       ["triton_poi_fused_addmm_relu_0", 4.5])]}
+    return {"device": {"device": device}, "versions": {}, "run": run,
+            "ceilings": {"copy": {"gbps": 4000.0, "method": "copy", "measured_at": "x"}}}
+
+
+def test_gpu_launches_show_their_l2_flushed_time_beside_the_time_in_the_call():
+    from pathlib import Path
+
+    from kernelscope.bench.runner import build_record
+    from kernelscope.bundle.io import read_bundle
+
+    bundle = read_bundle(Path(__file__).parent / "fixtures" / "gpu" / "linear_relu")
+    rec = build_record(bundle, {"device": "cuda"}, _linear_relu_raw("cuda", True))["run"]
+    fused = next(r for r in rec["per_kernel"] if r["name"] == "triton_poi_fused_addmm_relu_0")
+    assert fused["us"] == 3.0 and fused["us_flushed"] == 4.5
+    assert rec["sum_check"]["ok"]  # the sums are the times as in the call
+    text = "\n".join(tables.run_lines(rec))
+    assert "L2 flushed" in next(line for line in text.splitlines() if line.startswith("  kernel "))
+    assert "  L2 flushed: L2 flushed before each Triton kernel (a 126 MB write), 3 profiled calls" in text
+
+
+def test_a_gpu_bundle_benched_on_the_cpu_says_its_launches_were_not_matched():
+    from pathlib import Path
+
+    from kernelscope.bench.runner import build_record
+    from kernelscope.bundle.io import read_bundle
+
+    bundle = read_bundle(Path(__file__).parent / "fixtures" / "gpu" / "linear_relu")
+    raw = _linear_relu_raw("cpu", False)
+    raw["run"]["compiled"]["sequence"] = [["cpp_fused_addmm_relu_0", 20.0, c] for c in range(10)]
+    rec = build_record(bundle, {"device": "cpu"}, raw)["run"]
+    assert rec["sum_check"] is None
+    text = "\n".join(tables.run_lines(rec))
+    assert "per-launch times: not matched: the bundle's launches are those of a capture on cuda" in text
+    assert not re.search(r"^sum check", text, re.M) and not re.search(r"(?<![\d.])0\.0 µs", text)

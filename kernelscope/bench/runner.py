@@ -327,11 +327,12 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     total = matched["total_us"] + (copies["us"] if copy_events else 0.0)
     rec["sum_check"] = sum_check([r["us"] for r in per_launch], total,
                                  copies_us=copies["us"] if copy_events else 0.0)
-    captured_on = "a preview for " + bundle.preview["arch"] if bundle.preview else bundle_device(bundle)
+    captured_on = ("a preview for " + bundle.preview["arch"] if bundle.preview else
+                   "a capture on " + bundle_device(bundle))
     if bundle.preview or bundle_device(bundle) != device:
         # The bundle's launches are another compile's (a preview's Triton kernels, a GPU capture's):
         # nothing the bench measured is one of them, so per-launch times and their sum would be 0.
-        rec["per_launch_skipped"] = (f"per-launch times: not matched: the bundle's launches are {captured_on}'s, "
+        rec["per_launch_skipped"] = (f"per-launch times: not matched: the bundle's launches are those of {captured_on}, "
                                      f"the bench compiled for {device} and measured that compile's kernels "
                                      "(listed per call above)")
         per_launch = [dict(r, us=None, gbps=None, pct_copy=None, flag="") for r in per_launch]

@@ -235,8 +235,9 @@ def host_lines(rec: dict[str, Any]) -> list[str]:
                    + ", ".join(f"{side} {fmt_us(hosts[side]['all_median_us'])}" for side in gated) + ")")
     if every:
         out.append(f"  end-to-end of {' and '.join(every)}: every block (fewer than half ran at full speed; the "
-                   "bench does not wait for a quiet host, so end-to-end may be slower than this machine can do; "
-                   "per-launch times and sums are device-side and do not depend on it)")
+                   "bench does not wait for a quiet host, so end-to-end may be slower than this machine can do"
+                   + ("; per-launch times and sums are device-side and do not depend on it)"
+                      if (rec.get("device") or {}).get("device") == "cuda" else ")"))
     return out
 
 
