@@ -147,3 +147,21 @@ def test_a_gpu_bundle_benched_on_the_cpu_says_its_launches_were_not_matched():
     text = "\n".join(tables.run_lines(rec))
     assert "per-launch times: not matched: the bundle's launches are those of a capture on cuda" in text
     assert not re.search(r"^sum check", text, re.M) and not re.search(r"(?<![\d.])0\.0 µs", text)
+
+
+def test_the_l2_flush_runs_before_every_triton_launch_and_the_hook_is_undone():
+    import importlib
+
+    import pytest
+
+    pytest.importorskip("triton")
+    from kernelscope.bench import torch_private as tp
+
+    cls = getattr(importlib.import_module(tp.CACHING_AUTOTUNER[0]), tp.CACHING_AUTOTUNER[1])
+    original = cls.run
+    flushes = []
+    with tp.l2_flushed_triton_launches(lambda: flushes.append("flush")) as hooked:
+        assert hooked and cls.run is not original
+        with pytest.raises(AttributeError):  # not a real kernel: the launch itself fails, after the flush
+            cls.run(object(), stream=0)
+    assert flushes == ["flush"] and cls.run is original
