@@ -32,4 +32,5 @@ def test_a_wrong_in_place_write_is_named():
 
     verdict = correctness(REQUEST, None, Step(add_in_place, False), Step(writes_twice, False))
     assert not verdict["ok"]
-    assert verdict["problems"] == ["input 0 as written in place: differs beyond rtol=0.001 atol=0.0001"]
+    assert len(verdict["problems"]) == 1
+    assert verdict["problems"][0].startswith("input 0 as written in place: compiled's rmse vs float64 ")

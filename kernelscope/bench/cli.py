@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 CONFIG_KEYS = ("num_warps", "num_stages")
@@ -32,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reps", type=int, default=None, help="timed calls per side, at least (default 100)")
     p.add_argument("--warmup", type=int, default=None, help="untimed calls first (default 10)")
     p.add_argument("--budget", type=float, default=None, metavar="S",
-                   help="keep timing up to this many seconds per side (default 1)")
+                   help="keep timing up to this many seconds per side (default 0.5)")
     p.add_argument("--profile-calls", type=int, default=None, help="calls under torch.profiler (default 10)")
     p.add_argument("--remeasure", action="store_true", help="measure the device's copy/matmul ceilings again")
     p.add_argument("--no-save", action="store_true", help="print the results only; leave the bundle unchanged "
@@ -157,9 +158,12 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep and args.budget is not None:
         settings.sweep_budget_s = args.budget
 
-    def progress(event: dict) -> None:
+    started = time.monotonic()
+
+    def progress(event: dict) -> None:  # each phase with the seconds since the bench started
         if not args.quiet and event.get("phase") not in ("error", "done"):
-            print(f"  {event.get('phase', ''):<9} {event.get('message', '')}", file=sys.stderr, flush=True)
+            print(f"  {event.get('phase', ''):<9} {time.monotonic() - started:5.1f} s  {event.get('message', '')}",
+                  file=sys.stderr, flush=True)
 
     bench = Bench(bundle_path, settings, on_event=progress)
     try:

@@ -24,6 +24,8 @@ FLAG_NOTES = {
              "read once), so the rate is at most this",
     "cache": "above the copy ceiling: the bytes are exact, so part of them came from cache (reuse between or "
              "within kernels), not from memory",
+    "cache_measured": "above the copy ceiling as in the call: part of its input came from L2 (written by the "
+                      "kernel before it); 'L2 flushed' is the same launch with L2 flushed first, its input from memory",
 }
 
 

@@ -108,7 +108,7 @@ def units(events: list[tuple[str, float, Any]], named: set[str]) -> list[Unit]:
 
 
 def match(launch_names: list[str], named: set[str], events: list[tuple[str, float, Any]],
-          calls: int) -> dict[str, Any]:
+          calls: int, median: bool = False) -> dict[str, Any]:
     """For each launch of one call: its device time per call (µs, mean over ``calls``; None when no
     kernel matched it in any call) and the device kernels that ran it; plus what no launch claimed.
 
@@ -162,7 +162,8 @@ def match(launch_names: list[str], named: set[str], events: list[tuple[str, floa
                 times.append(sum(us[ev] for ev in idx))
                 if not kernels:
                     kernels = [events[ev][0] for ev in idx]
-        per_launch.append({"us": sum(times) / calls if times else None, "calls": len(times), "kernels": kernels})
+        t = (sorted(times)[len(times) // 2] if median else sum(times) / calls) if times else None
+        per_launch.append({"us": t, "calls": len(times), "kernels": kernels})
     rest: dict[str, list[float]] = {}
     for x in sorted(unclaimed):
         for ev in us_units[x].events:
@@ -170,6 +171,8 @@ def match(launch_names: list[str], named: set[str], events: list[tuple[str, floa
     other = [{"name": name, "per_call": round(len(xs) / calls, 3), "us": sum(xs) / calls,
               "memset": is_memset(name)} for name, xs in rest.items()]
     other.sort(key=lambda r: -r["us"])
+    if median:  # the total the medians add up to: what one typical call ran, plus what no launch claimed
+        total = sum(r["us"] for r in per_launch if r["us"] is not None) + sum(r["us"] for r in other)
     return {"per_launch": per_launch, "unclaimed": other, "total_us": total}
 
 
@@ -231,4 +234,31 @@ def where_time_goes(rows: list[dict[str, Any]], total_us: float, unclaimed: list
         d["tflops"] = round(d["flops"] / (us * 1e-6) / 1e12, 3) if us and d["flops"] else None
         out.append(d)
     out.sort(key=lambda d: -(d["us"] or 0))
+    return out
+
+
+def named_times(launch_names: list[str], named: set[str], events: list[tuple[str, float]],
+                calls: int) -> list[float | None]:
+    """Per launch of one call: the mean µs of its named (Triton / C++) kernel over ``calls`` calls,
+    the k-th launch of a name matched with the k-th event of that name in each call; None for
+    extern launches, and for a name whose events do not come ``calls`` times its launches."""
+    calls = max(1, calls)
+    per_call: dict[str, int] = {}
+    for name in launch_names:
+        if name in named:
+            per_call[name] = per_call.get(name, 0) + 1
+    seen: dict[str, list[float]] = {}
+    for name, us in events:
+        if name in per_call:
+            seen.setdefault(name, []).append(us)
+    out: list[float | None] = []
+    occurrence: dict[str, int] = {}
+    for name in launch_names:
+        if name not in per_call or len(seen.get(name, [])) != per_call[name] * calls:
+            out.append(None)
+            continue
+        k = occurrence.get(name, 0)
+        occurrence[name] = k + 1
+        xs = seen[name][k::per_call[name]]
+        out.append(sum(xs) / len(xs))
     return out

@@ -12,6 +12,7 @@ in bench/torch_private.py.
 from __future__ import annotations
 
 import platform
+import statistics
 import sys
 import time
 from typing import Any
@@ -22,7 +23,7 @@ from kernelscope.bench import torch_private
 from kernelscope.bench.ceilings import ceilings, clocks, device_facts
 from kernelscope.bench.correctness import correctness
 from kernelscope.bench.cudagraphs import SkipLog, copied_inputs, static_section, uses_cudagraphs
-from kernelscope.bench.profiling import profiled
+from kernelscope.bench.profiling import profile_l2_flushed, profiled
 from kernelscope.bench.rerun import kernel_section
 from kernelscope.bench.step import (
     BenchFailure,
@@ -44,6 +45,7 @@ from kernelscope.bench.timing import (
     time_calls_pair,
     time_loop,
 )
+from kernelscope.capture import session
 from kernelscope.capture.inputs import describe
 
 # ---------------------------------------------------------------- sections
@@ -57,7 +59,8 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     skips, skips_before = SkipLog(), (torch_private.cudagraph_skips() if uses_cudagraphs(options, device) else 0)
     compiled = Step(compile_fn(fn, options), backward, options)
     result: dict[str, Any] = {"inputs": [describe(v) for v in inputs],
-                              "grad_mode": options.get("grad_mode"), "eval": bool(options.get("eval"))}
+                              "grad_mode": options.get("grad_mode"), "eval": bool(options.get("eval")),
+                              "holds_modules": bool(session.modules_of(fn, module))}
     events.emit("compile", "torch.compile: first call")
     t = time.perf_counter()
     call_guarded(compiled, inputs, request)
@@ -65,21 +68,31 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     events.emit("correct", "compiled vs eager on fresh random inputs")
     result["correctness"] = correctness(request, module, eager, compiled)
     sets, result["rotation"] = rotation_sets(request, module, device, inputs, request["facts"].get("l2_bytes"))
-    events.emit("timing", "timing eager and compiled calls, alternating")
+    budget = float(settings["budget_s"])
+    events.emit("timing", f"timing eager and compiled calls, alternating (about {2 * budget + 1.5:.0f} s)")
     result["pinned_cpu"] = pin_to_one_cpu()
     reference = host_reference(request)
     gate, loop_gate = HostGate(reference), HostGate(reference)
     try:
         timed = time_calls_pair({"eager": eager, "compiled": compiled}, sets, device, settings, gate)
         loop_gate.cached_reference_us = gate.reference_us()
-        looped = time_loop({"eager": eager, "compiled": compiled}, sets, device, loop_gate)
+        per_call = {name: statistics.median(xs) for name, xs in timed.items() if xs}
+        looped = time_loop({"eager": eager, "compiled": compiled}, sets, device, loop_gate, per_call)
         store_host_reference(request, loop_gate.reference_us())
     except BenchFailure:
         raise
     except Exception as exc:
         raise classify(exc, request) from exc
     for name, step in (("eager", eager), ("compiled", compiled)):
-        result[name] = profiled(request, name, step, sets, timed[name], looped[name], gate, loop_gate, events)
+        result[name] = profiled(request, name, step, sets, timed[name], looped[name], gate, loop_gate, events,
+                                per_call.get(name))
+    if device == "cuda":
+        if uses_cudagraphs(options, device):
+            result["compiled_flushed"] = {"skipped": "a CUDA-graph replay launches its kernels without Python, so "
+                                          "L2 cannot be flushed between them"}
+        else:
+            events.emit("flushed", "profiling 3 compiled calls with L2 flushed before each Triton kernel")
+            result["compiled_flushed"] = profile_l2_flushed(request, compiled, sets)
     if uses_cudagraphs(options, device):
         result["cudagraphs"] = {"skips": skips.messages, "skip_counter": torch_private.cudagraph_skips() - skips_before,
                                 "copied": copied_inputs(inputs, fn)}

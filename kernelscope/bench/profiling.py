@@ -94,10 +94,13 @@ def launch_group(op) -> Any:
 
 
 def profiled(request: dict, name: str, step: Step, sets: list, samples: list[float], looped: list[float],
-              gate: HostGate, loop_gate: HostGate, events) -> dict[str, Any]:
+              gate: HostGate, loop_gate: HostGate, events, per_call_us: float | None = None) -> dict[str, Any]:
     settings = request["settings"]
     try:
-        events.emit(name, f"profiling {settings['profile_calls']} {name} calls")
+        calls = int(settings["profile_calls"])
+        # The profiler slows a call down a few times over and reads its events back afterwards.
+        about = f" (about {max(1, round(4 * calls * per_call_us / 1e6 + 0.5))} s)" if per_call_us else ""
+        events.emit(name, f"profiling {calls} {name} calls{about}")
         sequence, host_launches = profile_calls(step, sets, request["device"], int(settings["profile_calls"]))
     except BenchFailure:
         raise
@@ -107,3 +110,27 @@ def profiled(request: dict, name: str, step: Step, sets: list, samples: list[flo
             "loop": {**analysis.run_stats(looped), "host": loop_gate.report(name, 7)},
             "profile_calls": int(settings["profile_calls"]), "host_launches": host_launches,
             "sequence": [[n, round(us, 3), g, info] if info else [n, round(us, 3), g] for n, us, g, info in sequence]}
+
+
+def profile_l2_flushed(request: dict, step: Step, sets: list, calls: int = 3) -> dict[str, Any]:
+    """The compiled call profiled again with L2 flushed before each Triton kernel (a write of twice
+    the L2's size): the same launches' times with their inputs coming from memory, next to the times
+    as in the call (where a kernel's input was just written by the kernel before, it comes from L2).
+    Only the bundle's named kernels are read from this pass; the flushes' own kernels are ignored."""
+    from kernelscope.bench import torch_private
+
+    l2 = int(request["facts"].get("l2_bytes") or 0)
+    if request["device"] != "cuda" or not l2:
+        return {"skipped": "needs a CUDA GPU whose L2 size is known"}
+    scratch = torch.empty(2 * l2 // 4, dtype=torch.float32, device="cuda")
+    try:
+        with torch_private.l2_flushed_triton_launches(scratch.zero_) as hooked:
+            if not hooked:
+                return {"skipped": "this torch has no CachingAutotuner.run to flush before"}
+            sequence, _ = profile_calls(step, sets, "cuda", calls)
+    except Exception as exc:  # the figures as in the call stand; say why there are no flushed ones
+        return {"skipped": f"the flushed pass failed: {exc.__class__.__name__}: {(str(exc).splitlines() or [''])[0][:120]}"}
+    finally:
+        del scratch
+    return {"calls": calls, "sequence": [[n, round(us, 3)] for n, us, _, _ in sequence],
+            "how": f"L2 flushed before each Triton kernel (a {2 * l2 / 1e6:.0f} MB write), {calls} profiled calls"}

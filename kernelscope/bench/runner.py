@@ -21,7 +21,14 @@ from typing import Any
 from kernelscope.bench import analysis
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bench.explain import explain_counts, rate_flag
-from kernelscope.bench.launches import GRAPH_LAUNCH, copy_summary, split_graph_replay, sum_check, where_time_goes
+from kernelscope.bench.launches import (
+    GRAPH_LAUNCH,
+    copy_summary,
+    named_times,
+    split_graph_replay,
+    sum_check,
+    where_time_goes,
+)
 from kernelscope.bench.launches import match as match_launches
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
@@ -37,7 +44,7 @@ class BenchSettings:
     device: str | None = None  # None: the device the bundle was captured on
     warmup: int = 10
     reps: int = 100  # at least this many timed calls per side ...
-    budget_s: float = 1.0  # ... and more, up to 10x, while this budget lasts
+    budget_s: float = 0.5  # ... and more, up to 10x, while this budget (per side) lasts; long calls: >= 20 calls
     profile_calls: int = 10
     sweep: bool = False
     sizes: list[int] | None = None
@@ -275,10 +282,7 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
         e2e = data["e2e"]
         outside = round(e2e["median_us"] - kernel_us, 3) if e2e.get("median_us") else None
         if outside is not None and outside < 0:
-            rec["notes"].append(f"{side}: the profiler's kernel time ({kernel_us:.1f} µs) exceeds the end-to-end "
-                                f"median ({e2e['median_us']:.1f} µs); its timestamps are too coarse or too "
-                                "perturbed on this machine to split the call, so 'outside' is not shown")
-            outside = None
+            outside = None  # the table marks it and says why
         rec[side] = {"e2e": e2e, "loop": data.get("loop") or {}, "kernels": kernels,
                      "launches_per_call": round(len(seq) / calls, 3), "kernel_us": kernel_us,
                      "outside_us": outside, "profile_calls": calls,
@@ -289,7 +293,10 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     launches = compiled_count.launches
     calls = run["compiled"]["profile_calls"]
     replayed, copy_events = split_graph_replay(run["compiled"]["sequence"], named)
-    matched = match_launches([x.name for x in launches], named, replayed, calls)
+    # On a CPU a profiled call the OS preempted is 1000x slower than the rest: one launch's time is
+    # its median over the calls there (and the total, the medians' sum); on a GPU the mean, which
+    # adds up to the profiler's device total.
+    matched = match_launches([x.name for x in launches], named, replayed, calls, median=device != "cuda")
     copies = copy_summary(copy_events, calls, (run.get("cudagraphs") or {}).get("copied"))
     per_launch = []
     for launch, m in zip(launches, matched["per_launch"]):
@@ -311,9 +318,30 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
             row.update(tflops=round(tflops, 3), pct_matmul=_round(analysis.percent(tflops, (top or {}).get("tflops"))),
                        matmul_ceiling=(top or {}).get("tflops"))
         per_launch.append(row)
+    flushed = run.get("compiled_flushed") or {}
+    if flushed.get("sequence"):
+        times = named_times([x.name for x in launches], named, [(r[0], float(r[1])) for r in flushed["sequence"]],
+                            flushed["calls"])
+        for row, us in zip(per_launch, times):
+            if us is not None and row["us"] is not None:
+                row["us_flushed"] = round(us, 3)
+                row["pct_copy_flushed"] = _round(analysis.percent(analysis.rate(row["moved"], us), copy_gbps))
+                if row["flag"] == "cache":
+                    row["flag"] = "cache_measured"  # both figures shown: no guess
+    rec["l2_flushed"] = {k: flushed[k] for k in ("how", "skipped") if k in flushed}
     total = matched["total_us"] + (copies["us"] if copy_events else 0.0)
     rec["sum_check"] = sum_check([r["us"] for r in per_launch], total,
                                  copies_us=copies["us"] if copy_events else 0.0)
+    captured_on = ("a preview for " + bundle.preview["arch"] if bundle.preview else
+                   "a capture on " + bundle_device(bundle))
+    if bundle.preview or bundle_device(bundle) != device:
+        # The bundle's launches are another compile's (a preview's Triton kernels, a GPU capture's):
+        # nothing the bench measured is one of them, so per-launch times and their sum would be 0.
+        rec["per_launch_skipped"] = (f"per-launch times: not matched: the bundle's launches are those of {captured_on}, "
+                                     f"the bench compiled for {device} and measured that compile's kernels "
+                                     "(listed per call above)")
+        per_launch = [dict(r, us=None, gbps=None, pct_copy=None, flag="") for r in per_launch]
+        rec["sum_check"] = None
     rec["unclaimed"] = [{**u, "us": round(u["us"], 3)} for u in matched["unclaimed"]]
     rec["where_time_goes"] = where_time_goes(per_launch, total, matched["unclaimed"], copies if copy_events else None)
     if "cudagraphs" in run:
@@ -323,7 +351,8 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
         row["flag"] = rate_flag(row["pct_copy"], row.get("bytes_bound"))
     rec["per_kernel"] = per_launch  # before explain_counts, which reads each launch's measured kernels
     rec["counts_explained"] = explain_counts(rec["counts"], rec, matched["unclaimed"], bundle)
-    ran = {"grad_mode": run.get("grad_mode"), "train": "eval" if run.get("eval") else "train"}
+    ran = {"grad_mode": run.get("grad_mode"), "train": "eval" if run.get("eval") else "train",
+           "holds_modules": run.get("holds_modules", True)}
     rec["run_state"] = ran
     recorded = bundle.options.get("grad_mode")
     if recorded and ran["grad_mode"] and recorded != ran["grad_mode"]:
@@ -332,6 +361,8 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     rec["per_kernel"] = per_launch
     rec["timer"] = ("CUDA events around each call, device idle at the start (guards, launches and Python count)"
                     if device == "cuda" else "wall clock (time.perf_counter_ns) around each call")
+    rec["per_launch_statistic"] = ("mean of the profiled calls" if device == "cuda" else
+                                   "median of the profiled calls (a preempted call does not count)")
     rec["kernel_source"] = ("torch.profiler device kernels" if device == "cuda" else
                             "torch.profiler CPU: top-level ATen ops, Inductor C++ kernels (cpp.enable_kernel_profile)")
     return rec

@@ -42,12 +42,14 @@ def _bytes(n: int | None, bound: bool | None = False) -> str:
 def _pct(pct: float | None, flag: str = "") -> str:
     if pct is None:
         return "-"
-    return f"{pct:.0f}%" + {"bound": "<", "cache": "*"}.get(flag, "")
+    return f"{pct:.0f}%" + MARKS.get(flag, "")
+
+
+MARKS = {"bound": "<", "cache": "*", "cache_measured": "*"}
 
 
 def flag_lines(flags: set[str]) -> list[str]:
-    marks = {"bound": "<", "cache": "*"}
-    return [f"  {marks[f]} {FLAG_NOTES[f]}" for f in ("bound", "cache") if f in flags]
+    return [f"  {MARKS[f]} {FLAG_NOTES[f]}" for f in ("bound", "cache", "cache_measured") if f in flags]
 
 
 def sum_check_lines(rec: dict[str, Any]) -> list[str]:
@@ -226,23 +228,51 @@ def host_lines(rec: dict[str, Any]) -> list[str]:
         parts.append(f"{side} {h['full_speed_blocks']}/{h['blocks']} blocks ({share:.0f}%)")
     out = [f"  host speed: a Python probe before each block of calls (fastest seen here {ref} µs); blocks with "
            f"the host within {slack}% of that: " + ", ".join(parts)]
-    if all(h["gated"] for h in hosts.values()):
-        out.append("  end-to-end and back to back above come from those blocks (all blocks: eager "
-                   f"{fmt_us(hosts['eager']['all_median_us'])}, compiled {fmt_us(hosts['compiled']['all_median_us'])})")
-    else:
-        slow = [side for side, h in hosts.items() if not h["gated"]]
-        out.append(f"  ! the host never ran at full speed long enough for {' and '.join(slow)}: every block counts, "
-                   "so end-to-end is slower than this machine can do (a busy host; run again)")
+    gated = [side for side, h in hosts.items() if h["gated"]]
+    every = [side for side, h in hosts.items() if not h["gated"]]
+    if gated:
+        out.append(f"  end-to-end of {' and '.join(gated)}: from those blocks (all blocks: "
+                   + ", ".join(f"{side} {fmt_us(hosts[side]['all_median_us'])}" for side in gated) + ")")
+    if every:
+        out.append(f"  end-to-end of {' and '.join(every)}: every block (fewer than half ran at full speed; the "
+                   "bench does not wait for a quiet host, so end-to-end may be slower than this machine can do"
+                   + ("; per-launch times and sums are device-side and do not depend on it)"
+                      if (rec.get("device") or {}).get("device") == "cuda" else ")"))
     return out
+
+
+def run_state_line(ran: dict[str, Any]) -> str:
+    """'ran under no_grad, eval (...)', only the parts that apply: the grad mode where it is not plain
+    grad or the call has modules with parameters, the train state where the target holds modules."""
+    if not ran.get("grad_mode"):
+        return ""
+    modules = ran.get("holds_modules", True)  # records from before this field: as they printed
+    parts = []
+    if ran["grad_mode"] != "grad" or modules:
+        parts.append(ran["grad_mode"])
+    if modules:
+        parts.append(ran.get("train") or "train")
+    if not parts:
+        return ""
+    return (f"ran under {', '.join(parts)} (as --no-grad / --inference-mode / --eval, or the bundle's recorded "
+            "options, say)")
+
+
+def fmt_range(lo: float | None, hi: float | None) -> str:
+    """'13.9-14.3 ms', '30.1 µs-16.0 ms': a percentile range, at most 16 characters."""
+    if lo is None or hi is None:
+        return "-"
+    a, b = fmt_us(lo), fmt_us(hi)
+    ua, ub = a.rsplit(" ", 1)[-1], b.rsplit(" ", 1)[-1]
+    return f"{a.rsplit(' ', 1)[0]}-{b}" if ua == ub else f"{a}-{b}"
 
 
 def run_lines(rec: dict[str, Any]) -> list[str]:
     cpu = (rec.get("device") or {}).get("device") != "cuda"
     out = header_lines(rec)
-    ran = rec.get("run_state") or {}
-    if ran.get("grad_mode"):
-        out.append(f"ran under {ran['grad_mode']}, {ran.get('train') or 'train'} (as --no-grad / --inference-mode / "
-                   "--eval, or the bundle's recorded options, say)")
+    ran = run_state_line(rec.get("run_state") or {})
+    if ran:
+        out.append(ran)
     measured_on = (rec.get("device") or {}).get("device")
     captured_on = rec.get("captured_on")
     if captured_on and measured_on and captured_on != measured_on:
@@ -257,18 +287,28 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
     out += counts_lines(rec["counts"])
     out.append("")
     out.append(f"Measured per call{' (CPU)' if cpu else ''}: {rec.get('timer', '')}")
-    out.append(f"  {'':<10}{'launches':>9}{'end-to-end':>12}{'spread':>8}{'in kernels':>12}{'outside':>10}{'runs':>6}")
+    out.append(f"  {'':<10}{'launches':>9}{'end-to-end':>12}{'p10-p90':>17}{'in kernels':>12}{'outside':>10}"
+               f"{'runs':>6}")
+    over = []
     for side in ("eager", "compiled"):
         d = rec[side]
         e2e = d["e2e"]
-        spread = f"±{e2e.get('spread_pct')}%" if e2e.get("spread_pct") is not None else "-"
-        out.append(f"  {side:<10}{d['launches_per_call']:>9g}{fmt_us(e2e.get('median_us')):>12}{spread:>8}"
-                   f"{fmt_us(d['kernel_us']):>12}{fmt_us(d['outside_us']):>10}{e2e.get('runs', 0):>6}")
+        kernels = fmt_us(d["kernel_us"])
+        if e2e.get("median_us") and d["kernel_us"] > e2e["median_us"]:
+            kernels += "*"
+            over.append(side)
+        out.append(f"  {side:<10}{d['launches_per_call']:>9g}{fmt_us(e2e.get('median_us')):>12}"
+                   f"{fmt_range(e2e.get('p10_us'), e2e.get('p90_us')):>17}"
+                   f"{kernels:>12}{fmt_us(d['outside_us']):>10}{e2e.get('runs', 0):>6}")
+    if over:
+        out.append(f"  * {' and '.join(over)}: in kernels exceeds end-to-end: the profiler's times include its own "
+                   "cost per op (the end-to-end runs are not profiled), so outside is not shown; the per-op times "
+                   "compare with each other, not with end-to-end")
     eg, cp = rec["eager"]["e2e"].get("median_us"), rec["compiled"]["e2e"].get("median_us")
     if eg and cp:
         verdict = "compiled is faster" if cp < eg else "compiling does not pay at this size"
         out.append(f"  speedup {eg / cp:.2f}x: {verdict}   (compile + first call {rec.get('compile_s')} s)")
-    out.append("  end-to-end: median of the runs, spread p10-p90; in kernels: " + rec.get("kernel_source", "") +
+    out.append("  end-to-end: median of the runs, p10-p90 the range of the middle 80%; in kernels: " + rec.get("kernel_source", "") +
                "; outside = end-to-end - in kernels")
     if rec["eager"].get("loop", {}).get("median_us") and rec["compiled"].get("loop", {}).get("median_us"):
         le, lc = rec["eager"]["loop"], rec["compiled"]["loop"]
@@ -283,9 +323,18 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         for k in rec[side]["kernels"]:
             out.append(f"  {k['per_call']:>4g}x {fmt_us(k['us_per_call']):>9}  {_short(k['name'], 66)}")
     out.append("")
+    if rec.get("per_launch_skipped"):
+        out.append(rec["per_launch_skipped"])
+        for section in (explained_lines(rec), cudagraph_lines(rec)):
+            if section:
+                out += ["", *section]
+        return out + correctness_lines(rec)
     out.append("compiled launches: bytes from the bundle's buffers, time from the profiler (the device kernels "
-               "each launch's op ran, mean of the profiled calls)")
-    out.append(f"  {'kernel':<44}{'time':>9}{'read':>11}{'written':>10}{'GB/s':>8}{'%copy':>7}  FLOP/s")
+               f"each launch's op ran, {rec.get('per_launch_statistic') or 'mean of the profiled calls'})")
+    rows = rec.get("per_kernel", [])
+    flushed = any(r.get("us_flushed") is not None for r in rows)
+    out.append(f"  {'kernel':<44}{'time':>9}{'L2 flushed' if flushed else '':>{14 if flushed else 0}}{'read':>11}"
+               f"{'written':>10}{'GB/s':>8}{'%copy':>7}  FLOP/s")
     flags: set[str] = set()
     for r in rec.get("per_kernel", []):
         if r.get("flag"):
@@ -297,28 +346,58 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
                 flops += f" {r['pct_matmul']:.0f}% of mm"
         gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
         pct = _pct(r.get("pct_copy"), r.get("flag", ""))
-        out.append(f"  {_short(r['name'], 43):<44}{fmt_us(r.get('us')):>9}"
+        cold = ""
+        if flushed:
+            cold = "" if r.get("us_flushed") is None else fmt_us(r["us_flushed"]) + (
+                f" {r['pct_copy_flushed']:.0f}%" if r.get("pct_copy_flushed") is not None else "")
+            cold = f"{cold:>14}"
+        out.append(f"  {_short(r['name'], 43):<44}{fmt_us(r.get('us')):>9}{cold}"
                    f"{_bytes(r.get('bytes_read'), r.get('moved_bound')):>11}"
                    f"{fmt_bytes(r.get('bytes_written')):>10}{gbps:>8}{pct:>7}  {flops}")
         if r.get("measured_as") and r["measured_as"] != [r["name"]]:
             out.append(f"    measured as: {', '.join(_short(n, 60) for n in r['measured_as'])}")
     out += flag_lines(flags)
+    l2 = rec.get("l2_flushed") or {}
+    if l2.get("how") and flushed:
+        out.append(f"  L2 flushed: {l2['how']}; time: as in the call (what the sums add up)")
+    elif l2.get("skipped"):
+        out.append(f"  no L2-flushed times: {l2['skipped']}")
     for section in (sum_check_lines(rec), where_lines(rec), explained_lines(rec), cudagraph_lines(rec)):
         if section:
             out += ["", *section]
+    return out + correctness_lines(rec)
+
+
+def correctness_lines(rec: dict[str, Any]) -> list[str]:
+    """The correctness verdict, what was compared, its problems, and the record's notes."""
+    out = []
     c = rec.get("correctness") or {}
     if c:
         out.append("")
-        status = "OK" if c.get("ok") else "MISMATCH"
-        out.append(f"correctness {status}: max abs err {c.get('max_abs_err'):.3g}, "
-                   f"max rel err {c.get('max_rel_err'):.3g} ({c.get('rel_err_is')}), "
-                   f"NaN eager {c.get('nan_eager')} / compiled {c.get('nan_compiled')}; "
-                   f"{c.get('compared')} (seed {c.get('seed')})")
+        out.append(verdict_line(c))
+        out.append(f"  compared {c.get('compared')} (seed {c.get('seed')}); NaN eager {c.get('nan_eager')} / "
+                   f"compiled {c.get('nan_compiled')}")
         for p in c.get("problems", []):
             out.append(f"  {p}")
     for note in rec.get("notes", []):
         out.append(f"note: {note}")
     return out
+
+
+def verdict_line(c: dict[str, Any]) -> str:
+    """One line: the verdict, both errors against float64 (or the fallback and why) and the rule."""
+    status = "OK" if c.get("ok") else "MISMATCH"
+    head = f"correctness {status}: "
+    if c.get("compiled_rmse") is not None:
+        return (head + f"vs a float64 run ({c.get('worst')}): compiled rmse {c['compiled_rmse']:.3g} "
+                f"(max abs {c['compiled_max_abs']:.3g}), eager rmse {c['eager_rmse']:.3g} "
+                f"(max abs {c['eager_max_abs']:.3g}); rule: {c.get('rule')}")
+    if c.get("rule"):
+        why = f" ({c['no_reference']})" if c.get("no_reference") else ""
+        return (head + f"compiled vs eager: max abs err {c.get('max_abs_err'):.3g}, max rel err "
+                f"{c.get('max_rel_err'):.3g}; no float64 reference{why}; rule: {c['rule']}")
+    return (head + f"max abs err {c.get('max_abs_err'):.3g}, max rel err {c.get('max_rel_err'):.3g} "
+            f"({c.get('rel_err_is')})")
 
 
 def sweep_lines(rec: dict[str, Any], width: int = 24) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import math
 import os
 import time
 from pathlib import Path
@@ -82,6 +83,9 @@ class HostGate:
         self.cached_reference_us = reference_us
         self.blocks: dict[str, list[tuple[float, list[float]]]] = {}
         self._probes: list[float] = []
+        # The full-speed samples a figure needs before it uses only them, per name, as the timing
+        # that filled the gate chose it (it never waits for them: a busy host makes every block count).
+        self.minimums: dict[str, int] = {}
 
     def add(self, name: str, probe_us: float, samples: list[float]) -> None:
         self.blocks.setdefault(name, []).append((probe_us, samples))
@@ -109,6 +113,7 @@ class HostGate:
     def enough(self, name: str, minimum: int) -> bool:
         """``minimum`` samples from full-speed blocks, spread over several blocks (a few fast probes in
         a slow stretch are not a fast host)."""
+        minimum = self.minimums.get(name, minimum)
         samples, blocks = self.quiet(name)
         return samples >= minimum and blocks >= min(MIN_BLOCKS, minimum)
 
@@ -127,41 +132,59 @@ class HostGate:
         every = sorted(x for _, xs in blocks for x in xs)
         return {"blocks": len(blocks), "full_speed_blocks": self.quiet(name)[1],
                 "gated": self.enough(name, minimum), "slack": HOST_SLACK,
+                "needed_runs": self.minimums.get(name, minimum),
                 "probe_reference_us": round(ref, 1) if ref else None,
                 "probe_median_us": round(probes[len(probes) // 2], 1) if probes else None,
                 "all_median_us": round(every[len(every) // 2], 3) if every else None, "all_runs": len(every)}
 
 
-def time_loop(steps: dict[str, Step], sets: list, device: str, gate: HostGate | None = None, calls: int = 200,
-              batches: int = 7, max_batches: int = 24) -> dict[str, list[float]]:
+LOOP_BATCH_S = 0.05  # one back-to-back batch lasts about this long (at least 3 calls, at most 200)
+
+
+def loop_calls(per_call_us: float | None) -> int:
+    """Calls per back-to-back batch: about LOOP_BATCH_S of them."""
+    if not per_call_us or per_call_us <= 0:
+        return 200
+    return int(min(200, max(3, math.ceil(LOOP_BATCH_S * 1e6 / per_call_us))))
+
+
+def time_loop(steps: dict[str, Step], sets: list, device: str, gate: HostGate | None = None,
+              per_call_us: dict[str, float] | None = None, batches: int = 7,
+              budget_s: float = 1.0) -> dict[str, list[float]]:
     """Per-call time (µs) of back-to-back calls, as a training loop calls them: one pair of events
-    around ``calls`` calls, no synchronisation in between, so host overhead overlaps device work.
-    One figure per batch; batches alternate between the steps, each after a host probe, and go on
-    (up to ``max_batches``) until ``batches`` of them ran with the host at full speed."""
+    around a batch of calls (about LOOP_BATCH_S), no synchronisation in between, so host overhead
+    overlaps device work. ``batches`` figures per step, alternating, each after a host probe; the
+    full-speed ones are used when they are at least half, else all (the report says which). Past
+    ``budget_s`` per step (a host far slower in a loop than per call) it stops after 3 batches."""
     gate = gate or HostGate(None)
+    calls = {name: loop_calls((per_call_us or {}).get(name)) for name in steps}
+    for name in steps:
+        gate.minimums[name] = max(3, (batches + 1) // 2)
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
+    deadline = time.perf_counter() + budget_s * len(steps)
     try:
-        for n in range(max_batches):
-            if n >= batches and all(gate.enough(name, batches) for name in steps):
+        for b in range(batches):
+            if b >= 3 and time.perf_counter() > deadline:
                 break
             for name, step in steps.items():
                 sync(device)
                 probe = host_probe_us()
+                n = calls[name]
                 if device == "cuda":
                     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                     start.record()
-                    for i in range(calls):
+                    for i in range(n):
                         step(sets[i % len(sets)])
                     end.record()
                     end.synchronize()
-                    gate.add(name, probe, [start.elapsed_time(end) * 1000.0 / calls])
+                    gate.add(name, probe, [start.elapsed_time(end) * 1000.0 / n])
                 else:
                     t = time.perf_counter_ns()
-                    for i in range(calls):
+                    for i in range(n):
                         step(sets[i % len(sets)])
-                    gate.add(name, probe, [(time.perf_counter_ns() - t) / 1000.0 / calls])
+                    gate.add(name, probe, [(time.perf_counter_ns() - t) / 1000.0 / n])
     finally:
         if was_enabled:
             gc.enable()
@@ -179,49 +202,56 @@ def pin_to_one_cpu() -> int | None:
         return None
 
 
+MIN_RUNS = 20  # timed calls per step however long a call is
+BLOCK_S = 0.05  # one block of per-call timings lasts about this long (1 to 25 calls)
+
+
 def time_calls_pair(steps: dict[str, Step], sets: list, device: str, settings: dict,
                     gate: HostGate | None = None) -> dict[str, list[float]]:
     """Per-call latency (µs) of each step: the device is idle when each call starts, so guards,
-    launches and Python overhead count. The steps are timed in alternating blocks of 25 calls, each
-    after a host probe, so clock ramps and background load hit them alike; a warm-up of at least a
-    quarter second per step (GPU clocks up) and the garbage collector off while timing. Timing goes
-    on until each step has ``reps`` calls in full-speed blocks and the budget is spent, or 10x
-    ``reps`` calls; a host that never reaches full speed stops it at 2x the budget (at least 1.5 s),
-    and then every block counts (the report says so)."""
+    launches and Python overhead count. The steps are timed in alternating blocks (up to 25 calls,
+    about BLOCK_S each), each after a host probe, so clock ramps and background load hit them alike;
+    a warm-up of at least a quarter second per step (GPU clocks up) and the garbage collector off
+    while timing. Timing stops when each step has ``reps`` calls and the budget (per step) is spent,
+    or 10x ``reps`` calls, or, for long calls, when the budget is spent with at least MIN_RUNS
+    calls. It never waits for a fast host: the figures use the full-speed blocks when they hold at
+    least half the calls, else every block, and the report says which."""
     gate = gate or HostGate(None)
     warmup, reps, budget = int(settings["warmup"]), int(settings["reps"]), float(settings["budget_s"])
-    for step in steps.values():
+    warm_us: dict[str, float] = {}
+    for name, step in steps.items():
         t_end = time.perf_counter() + 0.25
         i = 0
+        t = time.perf_counter()
         while i < warmup or time.perf_counter() < t_end:
             step(sets[i % len(sets)])
             i += 1
         sync(device)
+        warm_us[name] = (time.perf_counter() - t) * 1e6 / max(1, i)
     events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if device == "cuda" else None
+    blocks = {name: int(min(25, max(1, BLOCK_S * 1e6 // max(us, 1.0)))) for name, us in warm_us.items()}
     t0 = time.perf_counter()
-    deadline, give_up = t0 + budget * len(steps), t0 + max(1.5, 2 * budget * len(steps))
-    block = 25
+    deadline = t0 + budget * len(steps)
     i = 0
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
         while True:
-            quiet = [gate.quiet(name)[0] if gate.enough(name, reps) else 0 for name in steps]
-            total = [gate.count(name) for name in steps]
+            total = min(gate.count(name) for name in steps)
             now = time.perf_counter()
-            if min(quiet) >= reps and (now >= deadline or min(quiet) >= 10 * reps):
-                break
-            if min(total) >= reps and now >= give_up:
+            if total >= 10 * reps or (now >= deadline and total >= min(reps, MIN_RUNS)):
                 break
             for name, step in steps.items():
                 probe = host_probe_us()
                 xs = []
-                for _ in range(block):
+                for _ in range(blocks[name]):
                     xs.append(_one_call_us(step, sets[i % len(sets)], device, events))
                     i += 1
                 gate.add(name, probe, xs)
     finally:
         if was_enabled:
             gc.enable()
+    for name in steps:
+        gate.minimums[name] = max(MIN_RUNS if gate.count(name) >= 2 * MIN_RUNS else 1, gate.count(name) // 2)
     return {name: gate.samples(name, reps) for name in steps}

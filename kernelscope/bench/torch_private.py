@@ -11,11 +11,15 @@ attribute it sets, Dynamo's ``counters["inductor"]["cudagraph_skips"]``, the ``t
 logger (its "skipping cudagraphs" warnings), and Inductor's CachingAutotuner (the class of a Triton
 kernel in a kernel module: ``run(*args, stream=)``, ``configs``, ``launchers``; a launcher's
 ``config``, ``n_regs``, ``n_spills``, ``shared``; a triton.Config's ``kwargs``, ``num_warps``,
-``num_stages``).
+``num_stages``). ``l2_flushed_triton_launches`` wraps ``CachingAutotuner.run`` for the time of one
+profiled pass (the output code launches every Triton kernel through it) and restores it.
 """
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -83,3 +87,25 @@ def launch_fn(kernel: Any, args: list, stream: int):
     def launch() -> None:
         kernel.run(*args, stream=stream)
     return launch
+
+
+@contextmanager
+def l2_flushed_triton_launches(flush: Callable[[], None]) -> Iterator[bool]:
+    """Inside, every Inductor Triton kernel launch (``CachingAutotuner.run``) runs ``flush()`` first;
+    yields False (and changes nothing) where this torch has no such class."""
+    try:
+        cls = getattr(importlib.import_module(CACHING_AUTOTUNER[0]), CACHING_AUTOTUNER[1])
+        original = cls.run
+    except (ImportError, AttributeError):
+        yield False
+        return
+
+    def run(self, *args, **kwargs):
+        flush()
+        return original(self, *args, **kwargs)
+
+    cls.run = run
+    try:
+        yield True
+    finally:
+        cls.run = original
