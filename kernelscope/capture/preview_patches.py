@@ -263,6 +263,7 @@ def preview_device(arch: str):
             stack.enter_context(mock.patch.object(pad_mm, "get_cached_should_pad", _no_pad))
         if hasattr(torch._C, "_ensureCUDADeviceGuardSet"):
             torch._C._ensureCUDADeviceGuardSet()  # what such a mode's __enter__ does; Dynamo's may not be entered
+        _install_cuda_guard()
         # Dynamo's stream tracking asks torch.accelerator for the current stream, which a CUDA build with
         # the GPU hidden cannot give (a CPU build reports no accelerator and skips it): skip it the same way.
         stack.enter_context(mock.patch.object(torch.accelerator, "is_available", lambda: False))
@@ -428,6 +429,19 @@ class _ConstantsOnCpu(torch.utils._python_dispatch.TorchDispatchMode):
 
 
 UNBENCHMARKED: list[str] = []  # pad_mm decisions the preview answered without benchmarking
+GUARD_UNAVAILABLE: list[str] = []  # why a CPU-only build has no CUDA device guard for this preview
+
+
+def _install_cuda_guard() -> None:
+    """A CPU-only build gets a no-op CUDA device guard (capture/preview_guard.py); where it cannot be
+    built, functions that never index a tensor on the faked device still preview, and the others fail
+    with the reason kept here."""
+    from kernelscope.capture.preview_guard import GuardUnavailable, install_noop_cuda_guard
+
+    try:
+        install_noop_cuda_guard()
+    except GuardUnavailable as exc:
+        GUARD_UNAVAILABLE.append(str(exc))
 
 
 def _no_pad(key: str) -> bool:
@@ -455,32 +469,6 @@ def _index(device: Any) -> int:
     if isinstance(device, int):
         return device
     return 0
-
-
-def to_fake_device(module, device: str):
-    """``module.to(device)`` for a module built under ``fake_mode()``: a CPU build cannot copy a
-    FakeTensor to ``cuda`` (it asks for a CUDA device guard), so each parameter and buffer is
-    replaced by a FakeTensor of the same size, strides and dtype made on ``device`` (the values were
-    never real)."""
-
-    target = torch.device(device)
-    moved: dict[int, torch.Tensor] = {}  # by id: a tied weight (an embedding reused as the head) stays tied
-
-    def move(t):
-        if t is None or t.device.type == target.type:
-            return t
-        if id(t) not in moved:
-            new = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=target)
-            if isinstance(t, torch.nn.Parameter):
-                new = torch.nn.Parameter(new, requires_grad=t.requires_grad)
-            moved[id(t)] = new
-        return moved[id(t)]
-
-    for m in module.modules():
-        for table in (m._parameters, m._buffers):
-            for name, t in list(table.items()):
-                table[name] = move(t)
-    return module
 
 
 def fake_mode():
