@@ -154,11 +154,16 @@ MAX_TEXT_BYTES = 16 << 20
 # follows it, so these cannot backtrack.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]?")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_PLAIN_ASCII = bytes(range(0x20, 0x7f)) + b"\t\n"  # what printable() keeps of ASCII as it is
 
 
 def printable(text: str) -> str:
     """``text`` safe to write to a terminal: escape sequences and control characters removed
     (CRLF line ends become LF), so a file in a bundle cannot move the cursor or retitle the window."""
+    # Most texts are plain ASCII with nothing to remove: that is checked in C in ~3 ms for 6 MB, where the
+    # two regexes take ~300 ms (a fresh `kernelscope BUNDLE` of a 100k-line output code waited on it).
+    if text.isascii() and not text.encode("ascii").translate(None, _PLAIN_ASCII):
+        return text
     text = text.replace("\r\n", "\n")
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
