@@ -57,9 +57,8 @@ def install_noop_cuda_guard() -> None:
     missing = [tool for tool in ("c++", "ninja") if shutil.which(tool) is None]
     if missing:
         raise GuardUnavailable(
-            f"a CPU-only torch build needs a no-op CUDA device guard to preview code that indexes or moves tensors, "
-            f"built once with a C++ compiler and ninja; {' and '.join(missing)} not found on PATH: install them "
-            "(the C++ compiler Inductor needs for the CPU anyway, and `pip install ninja`), or preview with a CUDA build")
+            f"the no-op CUDA device guard a preview needs could not be built ({' and '.join(missing)} not found on "
+            "PATH; install them: a C++ compiler, which Inductor needs for the CPU anyway, and `pip install ninja`)")
     from torch.utils.cpp_extension import load_inline
 
     try:
@@ -67,5 +66,4 @@ def install_noop_cuda_guard() -> None:
                     verbose=False)
     except Exception as exc:  # a compiler error, a read-only cache folder
         line = str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__
-        raise GuardUnavailable(f"building the no-op CUDA device guard a CPU-only torch build needs for a preview "
-                               f"failed ({line}); preview with a CUDA build of torch (no GPU needed)") from exc
+        raise GuardUnavailable(f"building the no-op CUDA device guard a preview needs failed ({line})") from exc
