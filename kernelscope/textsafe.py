@@ -17,11 +17,18 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:
                       r"|\x9b[0-?]*[ -/]*[@-~]?|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+_PLAIN_ASCII = bytes(range(0x20, 0x7f)) + b"\t\n"  # what printable() keeps of ASCII as it is
+
 
 def printable(text: str) -> str:
     """``text`` safe to write to a terminal: escape sequences and control characters removed
     (CRLF line ends become LF), so a file in a bundle cannot move the cursor or retitle the window."""
-    text = str(text).replace("\r\n", "\n")
+    text = str(text)
+    # Most texts are plain ASCII with nothing to remove: checked in C in ~3 ms for 6 MB, where a regex
+    # pass takes far longer (a fresh `kernelscope BUNDLE` of a 100k-line output code waited on it).
+    if text.isascii() and not text.encode("ascii").translate(None, _PLAIN_ASCII):
+        return text
+    text = text.replace("\r\n", "\n")
     if not CONTROLS.search(text):
         return text
     return CONTROLS.sub("", _ESCAPES.sub("", text))

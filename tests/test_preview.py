@@ -164,3 +164,21 @@ def test_the_preview_sdpa_converts_a_boolean_mask_as_torchs_own_composite():
     torchs = first_ops(lambda q, m: torch.ops.aten.scaled_dot_product_attention(q, q, q, m))
     assert ours == torchs
     assert "where" in ours[2]
+
+
+@pytest.mark.slow
+def test_preview_of_a_module_that_converts_in_init_and_indexes_its_buffers(tmp_path):
+    """`.half()`, `.to("cuda")` and `.to(torch.bfloat16)` in __init__, buffers sliced and indexed in
+    forward (what transformers models do) preview on this CPU-only build: Triton kernels, in bf16."""
+    _preview_checked_or_skip()
+    out = tmp_path / "converts"
+    proc = kernelscope_cmd("capture", "tests/fixtures/targets/preview_models.py::ConvertsInInit", "--preview",
+                           "sm_90", "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+    b = read_bundle(out)
+    assert b.status == "ok" and b.preview["arch"] == "sm_90"
+    triton = [k for k in b.kernels if k.lang == "triton"]
+    assert triton and all(k.name.startswith("triton_") for k in triton), [k.name for k in b.kernels]
+    assert any("embedding" in k.name for k in triton), [k.name for k in triton]
+    code = (out / b.graphs[0].files["output_code"]).read_text()
+    assert "torch.bfloat16" in code and "async_compile.cpp" not in code

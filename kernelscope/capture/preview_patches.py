@@ -13,6 +13,10 @@ faked target (Triton's ``ptxas`` makes the cubin, so every stage lands in TRITON
 compiled code is kept, never run: Dynamo gets the FX graph back and runs it on the FakeTensors, so
 no kernel is launched and no autotune benchmark happens (all candidate configs stay, none chosen).
 
+The module is split by concern, each file naming what it was checked against: this one (the faked
+device), capture/preview_sdpa.py (SDPA's backend choice), capture/preview_modules.py (building the
+user's nn.Module), capture/preview_guard.py (a no-op CUDA device guard for CPU-only builds).
+
 Faked, and only inside ``preview_device()``:
   torch.cuda: is_available, device_count, get_device_properties, get_device_capability,
     get_device_name, current_device, set_device, _exchange_device, _maybe_exchange_device,
@@ -30,7 +34,7 @@ Faked, and only inside ``preview_device()``:
     each result's single value (``.item()``) and rebuilds the constant on the node's own device, so
     the values are computed on the CPU instead (a cuda ``device`` argument becomes cpu).
   aten::scaled_dot_product_attention (its CompositeImplicitAutograd kernel) and aten::_fused_sdp_choice
-    (its Meta kernel, which FakeTensors run): SDPA picks its CUDA backend in C++ from the device's
+    (its Meta kernel, which FakeTensors run; capture/preview_sdpa.py): SDPA picks its CUDA backend in C++ from the device's
     properties (a CPU build has no CUDA chooser and falls back to the math decomposition; a CUDA build
     asks the absent GPU and fails). The preview chooses as torch's CUDA chooser does
     (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, select_sdp_backend, dense inputs) for the
@@ -40,7 +44,7 @@ Faked, and only inside ``preview_device()``:
     (it reads torch.cuda.is_available(), faked True): torch.tensor(...) lifted on the CPU, no constant
     propagation onto the device; and torch._C._ensureCUDADeviceGuardSet() (a no-op CUDA device guard
     where the build has a CUDA backend but no GPU: a CPU-only build has none, so Python indexing and
-    autograd of tensors on the faked device fail there, in one line).
+    autograd of tensors on the faked device fail there: capture/preview_guard.py registers one).
   torch.fx.experimental.proxy_tensor.CONSTANT_NUMEL_LIMIT: -1, so make_fx tracks no tensor as a
     constant (it would compute a small constant's copy to the device for real).
   torch._inductor.fx_passes.pad_mm.get_cached_should_pad: whether to pad a compute-bound matmul is
@@ -65,6 +69,8 @@ from typing import Any
 from unittest import mock
 
 import torch
+
+from kernelscope.capture.preview_sdpa import sdp_choice, sdpa_composite
 
 CHECKED_TORCH = ("2.11", "2.13")  # torch major.minor this module was checked against
 PREVIEW_ARCHES = ("sm_80", "sm_89", "sm_90", "sm_100", "sm_120")
@@ -263,6 +269,7 @@ def preview_device(arch: str):
             stack.enter_context(mock.patch.object(pad_mm, "get_cached_should_pad", _no_pad))
         if hasattr(torch._C, "_ensureCUDADeviceGuardSet"):
             torch._C._ensureCUDADeviceGuardSet()  # what such a mode's __enter__ does; Dynamo's may not be entered
+        _install_cuda_guard()
         # Dynamo's stream tracking asks torch.accelerator for the current stream, which a CUDA build with
         # the GPU hidden cannot give (a CPU build reports no accelerator and skips it): skip it the same way.
         stack.enter_context(mock.patch.object(torch.accelerator, "is_available", lambda: False))
@@ -284,132 +291,6 @@ def preview_device(arch: str):
         yield spec
 
 
-# torch.nn.attention.SDPBackend values (the C++ sdp::SDPBackend enum)
-MATH, FLASH, EFFICIENT, CUDNN = 0, 1, 2, 3
-_DEFAULT_ORDER = [FLASH, EFFICIENT, MATH, CUDNN]
-
-
-def sdp_choice(spec: GpuSpec, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
-               scale=None, enable_gqa=False) -> int:
-    """The SDPA backend torch's CUDA chooser picks on ``spec``'s arch, for dense inputs. It honours
-    torch.backends.cuda's enable flags and a priority order the user set; by default sm_90 / sm_100
-    prefer cuDNN (torch >= 2.10 on CUDA 13 with cuDNN > 9.15, as the CUDA wheels ship), as a real
-    H100/H200 does."""
-    from torch.fx.experimental.symbolic_shapes import guard_or_false
-
-    def true(cond) -> bool:
-        return bool(guard_or_false(cond)) if not isinstance(cond, bool) else cond
-
-    be = torch.backends.cuda
-    major, minor = spec.major, spec.minor
-    sm = major * 10 + minor
-    q, k, v = query, key, value
-    dense = all(t.dim() == 4 for t in (q, k, v))
-    if not dense:
-        return MATH if be.math_sdp_enabled() else -1
-    half = q.dtype in (torch.float16, torch.bfloat16)
-    same_dtype = q.dtype == k.dtype == v.dtype
-
-    def common(ignore_singleton: bool) -> bool:
-        batch_ok = true(q.size(0) == k.size(0)) and true(k.size(0) == v.size(0))
-        qh, kh, vh = q.size(1), k.size(1), v.size(1)
-        heads_ok = true(kh == vh) and (true(qh == kh) or (enable_gqa and true(qh % kh == 0)))
-        seq_ok = true(q.size(2) > 0) and true(k.size(2) > 0)
-        strides_ok = all(true(t.stride(-1) == 1) or (ignore_singleton and true(t.size(-1) == 1)) for t in (q, k, v))
-        return same_dtype and batch_ok and heads_ok and seq_ok and strides_ok
-
-    def cudnn() -> bool:
-        if not be.cudnn_sdp_enabled() or not (80 <= sm <= 121) or not half or not common(True):
-            return False
-        if torch.are_deterministic_algorithms_enabled() and not torch.is_deterministic_algorithms_warn_only_enabled():
-            return False
-        if dropout_p * 16.0 != int(dropout_p * 16.0):
-            return False
-        limit = 256 if (major == 9 and minor == 0) or major == 10 else 128
-        d_qk, d_v = q.size(3), v.size(3)
-        return (true(q.size(0) <= 65535) and true(q.size(1) <= 65535) and true(d_qk <= limit) and true(d_v <= limit)
-                and true(d_qk % 8 == 0) and true(d_v % 8 == 0) and true(k.size(2) != 1)
-                and not (dropout_p and true(q.size(2) == 1)))
-
-    def flash() -> bool:
-        if not be.flash_sdp_enabled() or attn_mask is not None or not (80 <= sm <= 121) or not half:
-            return False
-        d = q.size(-1)
-        if not (true(d == k.size(-1)) and true(d == v.size(-1)) and true(d <= 256)):
-            return False
-        if is_causal and not true(q.size(-2) == k.size(-2)):
-            return False
-        return common(True)
-
-    def efficient() -> bool:
-        if not be.mem_efficient_sdp_enabled() or not (50 <= sm <= 121):
-            return False
-        if q.dtype not in ((torch.float16, torch.float32, torch.bfloat16) if major >= 8 else (torch.float16, torch.float32)):
-            return False
-        align = max(4 if major >= 8 else 1, (8 if half else 4) if major >= 8 or (major >= 7 and half) else 1)
-        dq, dv = q.size(-1), v.size(-1)
-        if not (true(dq == k.size(-1)) and true(dq % align == 0) and true(dq > 0) and true(dv % align == 0)
-                and true(dv > 0)):
-            return False
-        if major >= 8 and not all(true((t.storage_offset() * t.element_size()) % (align * t.element_size()) == 0)
-                                  for t in (q, k, v)):
-            return False
-        return common(False)
-
-    order = list(torch._C._get_sdp_priority_order())[:4]
-    if order == _DEFAULT_ORDER and (major in (9, 10)):
-        order = [CUDNN, FLASH, EFFICIENT, MATH]
-    checks = {CUDNN: cudnn, FLASH: flash, EFFICIENT: efficient, MATH: be.math_sdp_enabled}
-    for backend in order:
-        if backend in checks and checks[backend]():
-            return backend
-    return -1
-
-
-def sdpa_composite(spec: GpuSpec, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *,
-                   scale=None, enable_gqa=False):
-    """aten::scaled_dot_product_attention as attention.cpp composes it, with ``sdp_choice`` choosing."""
-    import math
-
-    aten = torch.ops.aten
-    backend = sdp_choice(spec, query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
-                         enable_gqa=enable_gqa) if query.device.type == "cuda" else MATH
-    mask = attn_mask
-    if mask is not None and mask.dtype == torch.bool:
-        # convert_boolean_attn_mask(_cudnn): where(mask, 0, -inf) (cuDNN: -65504), its operands built
-        # in the order C++ evaluates them (the last first), so that the traced nodes are the same.
-        neg = aten.scalar_tensor(-65504.0 if backend == CUDNN else -math.inf, dtype=query.dtype, device=mask.device)
-        zero = aten.scalar_tensor(0.0, dtype=query.dtype, layout=torch.strided, device=mask.device)
-        mask = aten.where(mask, zero, neg)
-    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-    if backend == CUDNN:
-        return aten._scaled_dot_product_cudnn_attention(query, key, value, mask, grad, dropout_p, is_causal, False,
-                                                        scale=scale)[0]
-    if backend == FLASH:
-        head = query.size(-1)
-
-        def pad8(t):
-            return t if head % 8 == 0 else aten.pad(t, [0, 8 - head % 8])
-
-        og_scale = scale if scale is not None else 1.0 / math.sqrt(head)
-        out = aten._scaled_dot_product_flash_attention(pad8(query), pad8(key), pad8(value), dropout_p, is_causal,
-                                                       False, scale=og_scale)[0]
-        return out if out.size(-1) == head else out[..., :head]
-    if backend == EFFICIENT:
-        if mask is not None:
-            aligned = all(mask.stride(i) % 8 == 0 for i in range(mask.dim() - 1)) and mask.stride(-1) == 1
-            if not aligned:
-                last = mask.size(-1)
-                mask = aten.pad(mask, [0, 8 - last % 8])[..., :last]
-            mask = mask.expand(query.size(0), query.size(1), query.size(2), key.size(2))
-        return aten._scaled_dot_product_efficient_attention(query, key, value, mask, grad, dropout_p, is_causal,
-                                                            scale=scale)[0]
-    if backend != MATH:
-        raise RuntimeError("No viable backend for scaled_dot_product_attention was found.")
-    return aten._scaled_dot_product_attention_math(query, key, value, mask, dropout_p, is_causal, None,
-                                                   scale=scale, enable_gqa=enable_gqa)[0]
-
-
 def _on_cpu(value: Any) -> Any:
     is_cuda = (isinstance(value, torch.device) and value.type == "cuda") or (
         isinstance(value, str) and value.split(":")[0] == "cuda")
@@ -428,6 +309,19 @@ class _ConstantsOnCpu(torch.utils._python_dispatch.TorchDispatchMode):
 
 
 UNBENCHMARKED: list[str] = []  # pad_mm decisions the preview answered without benchmarking
+GUARD_UNAVAILABLE: list[str] = []  # why a CPU-only build has no CUDA device guard for this preview
+
+
+def _install_cuda_guard() -> None:
+    """A CPU-only build gets a no-op CUDA device guard (capture/preview_guard.py); where it cannot be
+    built, functions that never index a tensor on the faked device still preview, and the others fail
+    with the reason kept here."""
+    from kernelscope.capture.preview_guard import GuardUnavailable, install_noop_cuda_guard
+
+    try:
+        install_noop_cuda_guard()
+    except GuardUnavailable as exc:
+        GUARD_UNAVAILABLE.append(str(exc))
 
 
 def _no_pad(key: str) -> bool:
@@ -455,32 +349,6 @@ def _index(device: Any) -> int:
     if isinstance(device, int):
         return device
     return 0
-
-
-def to_fake_device(module, device: str):
-    """``module.to(device)`` for a module built under ``fake_mode()``: a CPU build cannot copy a
-    FakeTensor to ``cuda`` (it asks for a CUDA device guard), so each parameter and buffer is
-    replaced by a FakeTensor of the same size, strides and dtype made on ``device`` (the values were
-    never real)."""
-
-    target = torch.device(device)
-    moved: dict[int, torch.Tensor] = {}  # by id: a tied weight (an embedding reused as the head) stays tied
-
-    def move(t):
-        if t is None or t.device.type == target.type:
-            return t
-        if id(t) not in moved:
-            new = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=target)
-            if isinstance(t, torch.nn.Parameter):
-                new = torch.nn.Parameter(new, requires_grad=t.requires_grad)
-            moved[id(t)] = new
-        return moved[id(t)]
-
-    for m in module.modules():
-        for table in (m._parameters, m._buffers):
-            for name, t in list(table.items()):
-                table[name] = move(t)
-    return module
 
 
 def fake_mode():

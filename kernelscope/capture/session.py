@@ -77,10 +77,13 @@ def load_module(path: str):
     return module
 
 
-def load_target(target: dict, device: str, preview: bool = False):
-    """(module, callable): the user's file imported, the function or an nn.Module built on ``device``
-    (for a preview, built under its fake mode and moved the way a fake device allows)."""
-    module = load_module(target["file"])
+def load_target(target: dict, device: str, fake_mode=None):
+    """(module, callable): the user's file imported, the function or an nn.Module built on ``device``.
+    For a preview, ``fake_mode`` is the inputs' FakeTensorMode: the file is imported under it, and a
+    module is built on the meta device outside it, then placed on the faked device under it (see
+    capture/preview_modules.py)."""
+    with fake_mode if fake_mode is not None else contextlib.nullcontext():
+        module = load_module(target["file"])
     fn = getattr(module, target["name"], None)
     if fn is None:
         raise CaptureFailure("target", f"{target['file']}: no attribute {target['name']!r} after import")
@@ -88,13 +91,14 @@ def load_target(target: dict, device: str, preview: bool = False):
         if not issubclass(fn, torch.nn.Module):
             raise CaptureFailure("target", f"{target['name']} is a class but not a torch.nn.Module")
         try:
-            fn = fn()
-            if preview:
-                from kernelscope.capture.preview_patches import to_fake_device
+            if fake_mode is not None:
+                from kernelscope.capture.preview_modules import build_module, to_fake_device
 
-                fn = to_fake_device(fn, device)
+                built = build_module(fn)
+                with fake_mode:
+                    fn = to_fake_device(built, device)
             else:
-                fn = fn.to(device)
+                fn = fn().to(device)
         except TypeError as exc:
             raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
                                  "modules without arguments: give them defaults") from exc
@@ -241,7 +245,8 @@ def _check_preview(bundle: Bundle, counter: _OutputCodeCounter, failure: Capture
     message = failure.message if failure is not None else None
     cause = str(failure.__cause__ or "") if failure is not None else ""
     if "not linked with support for cuda" in cause:
-        message = (f"torch {torch.__version__} is a CPU-only build: it has no CUDA device guard, so it cannot index, "
+        why = pp.GUARD_UNAVAILABLE[0] if pp.GUARD_UNAVAILABLE else "it has no CUDA device guard"
+        message = (f"torch {torch.__version__} is a CPU-only build: {why}, so it cannot index, "
                    "move or differentiate tensors on the (faked) CUDA device as this function does; preview it with "
                    "a CUDA build of torch (no GPU needed: CUDA_VISIBLE_DEVICES= hides any)")
     elif "from the 'CUDA' backend" in cause or "compiled without CUDA" in cause:
@@ -269,8 +274,8 @@ def _compile_and_call(spec: CaptureSpec, bundle: Bundle, device, events, counter
             from kernelscope.capture.preview_patches import fake_mode
 
             inputs_mode = fake_mode()
+        module, fn = load_target(target, device, inputs_mode if preview else None)
         with inputs_mode:
-            module, fn = load_target(target, device, bool(preview))
             calls = make_calls(spec, module, device)
         bundle.target["params"] = _params(fn)
         inputs = calls[0]

@@ -17,13 +17,13 @@ from textual.binding import Binding
 from textual.reactive import reactive
 
 from kernelscope.ui import messages, textdoc
-from kernelscope.ui.capture_request import CaptureRequest
 from kernelscope.ui.gcpolicy import YOUNG
 
 if TYPE_CHECKING:
     import argparse
 
     from kernelscope.bundle.model import Bundle
+    from kernelscope.ui.capture_request import CaptureRequest  # with capture.spec and target: loaded to capture
 
 MANIFEST = "bundle.json"  # kernelscope.bundle.io's name for it; the bundle modules load on first open
 
@@ -166,6 +166,8 @@ class KernelscopeApp(App):
         if Path(value).expanduser().exists():
             self.open_bundle(value)
         else:
+            from kernelscope.ui.capture_request import CaptureRequest
+
             self.run_capture(CaptureRequest(target=value))
 
     # -- what screens ask for (kernelscope.ui.messages) ----------------------------------------------
@@ -422,6 +424,8 @@ def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: 
         elif Path(what).expanduser().is_dir():
             bundle = read_bundle(Path(what).expanduser())  # raises: "not a kernelscope bundle"
         else:
+            from kernelscope.ui.capture_request import CaptureRequest
+
             request = CaptureRequest(target=what)
     return KernelscopeApp(bundle=bundle, request=request, presentation=presentation, theme=theme)
 
@@ -430,6 +434,7 @@ def request_from_args(args: argparse.Namespace) -> CaptureRequest:
     """The CLI's capture options as a request. A bad args spec is kept, and shown in the UI."""
     from kernelscope.capture.spec import CaptureSpec, SpecError, args_text_from, options_from_args
     from kernelscope.target import TargetError, resolve_target
+    from kernelscope.ui.capture_request import CaptureRequest
 
     target = resolve_target(args.what)
     opts = options_from_args(args, target)

@@ -34,6 +34,12 @@ def defer_lexers(flag: bool) -> None:
 
 def split_lines(text: str) -> list[str]:
     """Lines without their newlines; tabs expanded so columns are cells. A final newline adds no line."""
+    return split_and_measure(text)[0]
+
+
+def split_and_measure(text: str) -> tuple[list[str], int]:
+    """``split_lines(text)`` and the width of its widest line, in one pass over the lines (a 100k-line
+    output code is split as a fresh `kernelscope BUNDLE` draws its first frame)."""
     if "\t" in text:
         text = text.expandtabs(4)
     lines = text.split("\n")
@@ -41,19 +47,20 @@ def split_lines(text: str) -> list[str]:
         lines.pop()
     if "\r" in text:  # only then walk every line again (100k-line texts are common)
         lines = [line.rstrip("\r") for line in lines]
-    if len(text) > MAX_LINE_CHARS and max(map(len, lines), default=0) > MAX_LINE_CHARS:
+    width = max(map(len, lines), default=0)
+    if width > MAX_LINE_CHARS:
         # A megabyte-long line would be measured, lexed and scrolled across: show its start, and how much was cut.
         lines = [line if len(line) <= MAX_LINE_CHARS else f"{line[:MAX_LINE_CHARS]}… ({len(line) - MAX_LINE_CHARS} chars cut)"
                  for line in lines]
-    return lines
+        width = max(map(len, lines), default=0)
+    return lines, width
 
 
 class TextDoc:
     """Lines of one text, their width, lazy tokens and plain-text search."""
 
     def __init__(self, text: str, lexer_factory: Callable[[], Lexer] | None = None):
-        self.lines = split_lines(text)
-        self.width = max(map(len, self.lines), default=0)
+        self.lines, self.width = split_and_measure(text)
         self._lexer_factory = lexer_factory
         self._lexer: Lexer | None = None
         self._tokens: dict[int, Tokens] = {}
