@@ -256,3 +256,15 @@ def test_import_kernelscope_api_names_import_no_torch():
             "print([m for m in ('torch', 'triton') if m in sys.modules] or 'clean')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "clean", out.stderr
+
+
+def test_record_private_torch_names_still_exist():
+    """What capture/recorder.py reaches into (it degrades to nothing without them; this says when)."""
+    code = ("import torch, torch._inductor.config as ic, torch._functorch.config as fc\n"
+            "from torch._logging import structured\n"
+            "from kernelscope.capture.recorder import fresh_compile_patches, interned_strings\n"
+            "print(isinstance(structured.INTERN_TABLE, dict), hasattr(ic, 'fx_graph_cache'),\n"
+            "      hasattr(fc, 'enable_autograd_cache'), hasattr(ic.trace, 'provenance_tracking_level'),\n"
+            "      len(fresh_compile_patches()) >= 2, isinstance(interned_strings(), dict))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.split() == ["True"] * 6, out.stderr[-2000:]
