@@ -14,6 +14,8 @@ from typing import Any
 from kernelscope.bundle.artifacts import RENDERED_STAGES, STORED_TEXT, stage_order
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
 from kernelscope.bundle.model import FX_KINDS, Bundle, Graph, Kernel, Recompile, run_state, to_dict
+from kernelscope.bundle.origin import actions as origin_actions
+from kernelscope.bundle.origin import origin_line
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic, shape_for
 from kernelscope.units import base_name, fmt_bytes, plural
 
@@ -240,6 +242,8 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
     preview = (f"  [PREVIEW {b.preview['arch']}: {b.preview.get('device_name', '')}, generated without that GPU, "
                "never run]") if b.preview else ""
     out.append(f"{t.get('spec', '?')}  ({b.root}){preview}{status}")
+    out.append(f"made by: {origin_line(t)}")
+    out.append(f"can: {'; '.join(origin_actions(t))}")
     opts = b.options
     if opts:
         flags = [f"mode={opts.get('mode') or 'default'}", f"device={opts.get('device')}"]

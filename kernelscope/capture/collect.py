@@ -13,10 +13,13 @@ from kernelscope.ingest.build import RawCapture, build_bundle
 from kernelscope.ingest.tracelog import parse_trace_folder
 
 
-def write_bundle_from_work(work: Path, staging: Path, bundle: Bundle, *, user_file: str) -> Bundle:
-    """Build the bundle's files from the work folder's trace, caches and logs (also used on timeout)."""
-    raw = RawCapture(traces=[t for _, t in parse_trace_folder(work / "trace")], triton_caches=[work / "triton"],
-                     user_file=user_file)
+def write_bundle_from_work(work: Path, staging: Path, bundle: Bundle, *, user_file: str,
+                           traces: list | None = None) -> Bundle:
+    """Build the bundle's files from the work folder's trace, caches and logs (also used on timeout).
+    ``traces``: the parsed trace logs to use (one rank's, for ``kernelscope run``); default: all of them."""
+    if traces is None:
+        traces = [t for _, t in parse_trace_folder(work / "trace")]
+    raw = RawCapture(traces=traces, triton_caches=[work / "triton"], user_file=user_file)
     stderr = work / "stderr.txt"
     raw.stderr_text = stderr.read_text(encoding="utf-8", errors="replace") if stderr.is_file() else ""
     for path in (work / "inductor").rglob("*.best_config"):

@@ -144,7 +144,7 @@ class Capture(ChildJob):
             else:
                 child.unlink()
         spec = self.spec
-        bundle = Bundle(target=dict(spec.target), options=spec.options.bundle_options(), status="failed",
+        bundle = Bundle(target={**spec.target, "origin": "capture"}, options=spec.options.bundle_options(), status="failed",
                         error=message, error_kind="timeout")
         bundle.target["args"] = spec.args_text
         write_bundle_from_work(work, staging, bundle, user_file=spec.file)

@@ -182,7 +182,7 @@ def environment(device: str) -> dict[str, Any]:
 def run(spec: CaptureSpec, work: Path, staging: Path, events: Events, t_spawn: float | None = None) -> int:
     timings: dict[str, float] = {}
     options = spec.options.bundle_options()  # what the bundle records; the child adds what it resolved
-    bundle = Bundle(target=dict(spec.target), options=options)
+    bundle = Bundle(target={**spec.target, "origin": "capture"}, options=options)
     bundle.target["args"] = spec.args_text
     t_start = t_spawn or time.time()
     timings["import_torch"] = round(time.time() - t_start, 3)

@@ -17,6 +17,7 @@ from __future__ import annotations
 OUTPUT_CODE_LOGGERS = ("torch._inductor.graph.__output_code", "torch._inductor.codecache.__output_code")
 OUTPUT_CODE_PREFIX = "Output code: "
 TRACE_LOGGER = "torch.__trace"  # TORCH_TRACE's handler hangs here; flushed before the trace is read
+OUTPUT_CODE_RECORD = "inductor_output_code"  # the trace record (metadata key) that carries a graph's output code
 CUDAGRAPH_TREES_LOGGER = "torch._inductor.cudagraph_trees"
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that use CUDA graph trees
 

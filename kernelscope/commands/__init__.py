@@ -7,7 +7,7 @@ command without a name: ``kernelscope [TARGET|BUNDLE]``. A new subcommand: a mod
 
 from __future__ import annotations
 
-from kernelscope.commands import bench, capture, diff, report, samples, serve, show, talk
+from kernelscope.commands import bench, capture, diff, report, run, samples, serve, show, talk
 from kernelscope.commands import open as open_
 
 COMMANDS = {
@@ -18,6 +18,7 @@ COMMANDS = {
     "report": report,
     "diff": diff,
     "open": open_,
+    "run": run,
     "serve": serve,
     "talk": talk,
 }

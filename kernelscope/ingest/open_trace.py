@@ -36,7 +36,8 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
     raw = RawCapture(traces=[t for _, t in logs], triton_caches=[Path(triton_cache)] if triton_cache else [])
     if stderr_log is not None:
         raw.stderr_text = Path(stderr_log).read_text(encoding="utf-8", errors="replace")
-    bundle = Bundle(target={"spec": str(trace), "kind": "torch_trace", "logs": [str(p) for p, _ in logs]})
+    bundle = Bundle(target={"spec": str(trace), "kind": "torch_trace", "origin": "open",
+                            "logs": [str(p) for p, _ in logs]})
     bundle.environment = {"source": "TORCH_TRACE", "ranks": sorted({r.rank for t in raw.traces for r in t.records
                                                                      if r.rank is not None})}
     malformed = sum(t.malformed for _, t in logs)

@@ -65,10 +65,16 @@ def capture_summary(folder: Path) -> str:
         mtime = (folder / "bundle.json").stat().st_mtime
     except (OSError, ValueError):
         return folder.name
+    from kernelscope.bundle.origin import CAPTURE, origin_of, short_name
+
     target, options = data.get("target") or {}, data.get("options") or {}
-    name = target.get("name") or target.get("spec") or folder.name
-    flags = [options.get("device") or (data.get("environment") or {}).get("device") or "?",
-             options.get("mode") or "default"]
+    if not isinstance(target, dict):
+        target = {}
+    name = short_name(target) if target else folder.name
+    origin = origin_of(target)
+    flags = [] if origin == CAPTURE else [origin]  # run, record, open: what it came from
+    flags += [options.get("device") or (data.get("environment") or {}).get("device") or "?",
+              options.get("mode") or "default"]
     flags += [k for k in ("dynamic", "fullgraph", "backward") if options.get(k)]
     now = time.time()
     when = time.strftime("%H:%M today" if time.localtime(mtime)[:3] == time.localtime(now)[:3] else "%Y-%m-%d %H:%M",

@@ -49,6 +49,8 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
             flags.append(run_state(opts, quiet_default=True))
     elif t.get("kind") == "torch_trace":
         flags.append("from TORCH_TRACE")
+    if t.get("origin") in ("run", "record"):
+        flags.insert(0, f"from {t['origin']}")
     counts, kinds = count_parts(b)
     compile_s = b.timings.get("compile_and_first_call")
     failed = f"✗ FAILED: {b.error}" if b.status != "ok" else ""

@@ -1,0 +1,397 @@
+"""``kernelscope run -- COMMAND``: any program run in a child with private TORCH_TRACE, Triton and
+Inductor caches, made into a bundle per rank. No torch in this process.
+
+The program gets what a capture child sets up for itself (capture/child.py): TORCH_TRACE, the
+caches and a temp folder inside a private work folder, TORCH_LOGS (output code, breaks,
+recompiles), provenance tracking. Its stdout and stderr go to files that become the bundle's
+``logs/``. It runs in its own session, so a stop kills everything it started (its process group),
+and it dies with this process (parent-death signal; SIGTERM/SIGHUP handlers; Ctrl-C).
+
+Stops: the program ends by itself; ``--graphs N`` (a Python program says, through the hook in
+``run_site/``, when its Nth graph's first call returned; another program's trace is counted
+instead); ``--timeout S``; Ctrl-C or ``cancel()``. Each keeps what the trace holds so far as a
+good bundle, and the bundle says why it stopped (``target["stopped"]``). The trace becomes a
+bundle on the same path as ``kernelscope open`` (ingest.build through capture.collect).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelscope.bundle.io import BundleError, check_out, commit_staging_dir, make_staging_dir, save_manifest
+from kernelscope.bundle.model import Bundle
+from kernelscope.capture import torch_hooks
+from kernelscope.capture.collect import write_bundle_from_work
+from kernelscope.capture.job import WORK_PREFIX, make_work_dir, read_events
+from kernelscope.capture.lifeline import install_parent_signal_handlers, kill_group, track, untrack
+from kernelscope.ingest.tracelog import TraceLog, parse_trace_folder
+from kernelscope.units import plural
+
+RUN_SITE = Path(__file__).resolve().parent / "run_site"  # its sitecustomize loads the graph counter
+HOOK_ENV = "KERNELSCOPE_RUN_HOOK"
+NO_HOOK_GRACE_S = 2.0  # a program without the hook: how long after the Nth graph's code before it is stopped
+NO_GRAPH = "no graph compiled"
+
+
+class RunError(BundleError):
+    """A command that cannot be run as asked (not found, a missing script); one line, nothing written."""
+
+
+@dataclass
+class RunResult:
+    status: str  # "ok" or "failed" (the program failed, or compiled nothing)
+    stopped: str  # why the program stopped: graphs, timeout, interrupted, cancelled, exited
+    message: str  # one line: what happened
+    outs: list[Path] = field(default_factory=list)  # one bundle per rank
+    bundles: list[Bundle] = field(default_factory=list)
+    rc: int | None = None  # the program's exit status when it ended by itself
+    seconds: float = 0.0
+
+
+def is_python(word: str) -> bool:
+    name = Path(word).name
+    return name.startswith("python") and all(c.isdigit() or c == "." for c in name[len("python"):])
+
+
+def python_script(command: list[str]) -> tuple[str | None, str | None]:
+    """(script, module) a ``python ...`` command runs: ``python train.py`` -> ("train.py", None),
+    ``python -m pkg`` -> (None, "pkg"); (None, None) for ``-c`` or a command that is not python."""
+    if not command or not is_python(command[0]):
+        return None, None
+    args = command[1:]
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "-m":
+            return None, args[i + 1] if i + 1 < len(args) else None
+        if a.startswith("-m") and len(a) > 2:
+            return None, a[2:]
+        if a == "-c" or a.startswith("-c") or a == "-":
+            return None, None
+        if a in ("-W", "-X", "--check-hash-based-pycs"):
+            i += 2
+            continue
+        if a.startswith("-"):
+            i += 1
+            continue
+        return a, None
+    return None, None
+
+
+def check_command(command: list[str]) -> str | None:
+    """RunError (one line) for a command that cannot start; returns the script a python command runs."""
+    if not command:
+        raise RunError("no command: put it after --, e.g. kernelscope run -- python train.py")
+    exe = command[0]
+    if os.sep in exe:
+        if not Path(exe).is_file():
+            raise RunError(f"{exe}: no such program")
+        if not os.access(exe, os.X_OK):
+            raise RunError(f"{exe}: not executable (chmod +x it, or run it with its interpreter)")
+    elif shutil.which(exe) is None:
+        raise RunError(f"{exe}: command not found (is it on PATH?)")
+    script, _module = python_script(command)
+    if script is not None and not Path(script).is_file():
+        raise RunError(f"{script}: no such script (the command runs {shlex.join(command)[:200]})")
+    return str(Path(script).resolve()) if script else None
+
+
+def run_environment(work: Path, mode: str, event_fd: int, graphs: int | None) -> dict[str, str]:
+    """The program's environment: the caller's, with the private trace, caches, logs and temp
+    folder a capture child sets for itself, and the hook's settings."""
+    env = dict(os.environ)
+    for sub in ("trace", "triton", "inductor", "tmp"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    env.update({
+        "TORCH_TRACE": str(work / "trace"),
+        "TRITON_CACHE_DIR": str(work / "triton"),
+        "TORCHINDUCTOR_CACHE_DIR": str(work / "inductor"),
+        "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
+        "TORCHINDUCTOR_AUTOGRAD_CACHE": "0",
+        "TORCH_LOGS": torch_hooks.torch_logs(mode),
+        "INDUCTOR_PROVENANCE": "1",
+        "TMPDIR": str(work / "tmp"), "TEMP": str(work / "tmp"), "TMP": str(work / "tmp"),
+        "PYTHONUNBUFFERED": "1",  # the program's prints reach logs/ before a stop
+    })
+    env.pop("TORCH_LOGS_FORMAT", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(RUN_SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env[HOOK_ENV] = json.dumps({"event_fd": event_fd, "event_ino": os.fstat(event_fd).st_ino, "graphs": graphs,
+                                "trace_logger": torch_hooks.TRACE_LOGGER,
+                                "record_key": torch_hooks.OUTPUT_CODE_RECORD})
+    return env
+
+
+def _die_with_parent() -> None:  # runs in the forked child before exec: PR_SET_PDEATHSIG survives exec
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    except Exception:
+        pass
+
+
+class _TraceCounter:
+    """Counts output-code records in the trace logs as they grow (a program without the hook)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.offsets: dict[Path, int] = {}
+        self.counts: dict[Path, int] = {}
+        self.needle = f'"{torch_hooks.OUTPUT_CODE_RECORD}"'.encode()
+
+    def most(self) -> int:
+        for log in self.folder.rglob("*.log"):
+            try:
+                with open(log, "rb") as fh:
+                    fh.seek(self.offsets.get(log, 0))
+                    chunk = fh.read()
+            except OSError:
+                continue
+            cut = chunk.rfind(b"\n") + 1  # count whole lines only
+            self.offsets[log] = self.offsets.get(log, 0) + cut
+            self.counts[log] = self.counts.get(log, 0) + sum(
+                1 for line in chunk[:cut].split(b"\n") if not line.startswith(b"\t") and self.needle in line)
+        return max(self.counts.values(), default=0)
+
+
+class ProgramRun:
+    """One ``kernelscope run``: ``run()`` blocks; ``cancel()`` may be called from any thread."""
+
+    def __init__(self, command: list[str], out: str | os.PathLike, *, graphs: int | None = None,
+                 timeout: float | None = None, rank: int | None = None, mode: str = "default",
+                 replace: bool = False, on_event: Callable[[dict[str, Any]], None] | None = None,
+                 work_root: str | os.PathLike | None = None):
+        if graphs is not None and graphs < 1:
+            raise RunError("--graphs must be at least 1")
+        if timeout is not None and not 0 < timeout < float("inf"):
+            raise RunError("--timeout must be a positive number of seconds")
+        self.command = list(command)
+        self.out = Path(out)
+        self.graphs, self.timeout, self.rank, self.mode = graphs, timeout, rank, mode
+        self.replace = replace
+        self.on_event = on_event
+        self.work_root = work_root
+        self.events: list[dict[str, Any]] = []
+        self._proc: subprocess.Popen | None = None
+        self._stop_reason = ""
+        self._stop_lock = threading.Lock()
+
+    def _stop(self, reason: str) -> None:
+        """Stop the program (once) for ``reason``; its whole process group goes."""
+        with self._stop_lock:
+            if not self._stop_reason:
+                self._stop_reason = reason
+        proc = self._proc
+        if proc is not None:
+            kill_group(proc)
+
+    def cancel(self) -> None:
+        self._stop("cancelled")
+
+    def _event(self, event: dict[str, Any]) -> None:
+        if event.get("phase") == "stopped":
+            self._stop("graphs")
+        if self.on_event is not None:
+            self.on_event(event)
+
+    def run(self) -> RunResult:
+        script = check_command(self.command)
+        check_out(self.out, replace=self.replace)
+        t0 = time.time()
+        work = make_work_dir(WORK_PREFIX)
+        try:
+            rc = self._run_program(work)
+            return self._collect(work, script, rc, time.time() - t0)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _run_program(self, work: Path) -> int | None:
+        install_parent_signal_handlers()
+        read_fd, write_fd = os.pipe()
+        env = run_environment(work, self.mode, write_fd, self.graphs)
+        stdout = open(work / "stdout.txt", "wb")
+        stderr = open(work / "stderr.txt", "wb")
+        reader = None
+        try:
+            try:
+                proc = self._proc = subprocess.Popen(
+                    self.command, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, pass_fds=(write_fd,),
+                    env=env, start_new_session=True,
+                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+            except OSError as exc:  # found by which() but cannot start (a bad interpreter line)
+                raise RunError(f"{self.command[0]}: cannot start it ({exc.strerror or exc})") from exc
+            track(proc)
+            os.close(write_fd)
+            write_fd = -1
+            reader = threading.Thread(target=read_events, args=(read_fd, self.events, self._event), daemon=True)
+            reader.start()
+            return self._wait(proc, work)
+        finally:
+            proc = self._proc
+            if proc is not None:
+                kill_group(proc)  # the program's leftovers (compile workers, a launcher's ranks) go too
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+                untrack(proc)
+            if reader is not None:
+                reader.join(timeout=5)
+            for fd in (write_fd, read_fd):
+                if fd >= 0:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            stdout.close()
+            stderr.close()
+
+    def _wait(self, proc: subprocess.Popen, work: Path) -> int | None:
+        """Wait for the program to end or to be stopped; returns its exit status when it ended by itself."""
+        deadline = time.time() + self.timeout if self.timeout else None
+        counter = _TraceCounter(work / "trace") if self.graphs else None
+        reached_at = None
+        try:
+            while True:
+                try:
+                    rc = proc.wait(timeout=0.1)
+                except subprocess.TimeoutExpired:
+                    rc = None
+                if rc is not None:
+                    return None if self._stop_reason else rc
+                if deadline is not None and time.time() >= deadline:
+                    self._stop("timeout")
+                elif counter is not None and not self._stop_reason and not self._hooked() \
+                        and counter.most() >= self.graphs:
+                    # No hook answered (not a python program): the trace says N graphs exist; their
+                    # first calls are not observable from here, so give them a moment.
+                    reached_at = reached_at or time.time()
+                    if time.time() - reached_at >= NO_HOOK_GRACE_S:
+                        self._stop("graphs-trace")
+        except KeyboardInterrupt:
+            self._stop("interrupted")
+            proc.wait()
+            return None
+
+    def _hooked(self) -> bool:
+        return any(e.get("phase") == "compile" and "pid" in e for e in self.events)
+
+    # -- the bundles --------------------------------------------------------------------------------------
+    def _collect(self, work: Path, script: str | None, rc: int | None, seconds: float) -> RunResult:
+        stopped = self._stop_reason or "exited"
+        graphs_seen = max((e.get("graphs", 0) for e in self.events if e.get("phase") in ("compile", "stopped")),
+                          default=0)
+        why = {
+            "graphs": f"stopped after {plural(graphs_seen, 'graph')} compiled and their first calls returned "
+                      f"(--graphs {self.graphs})",
+            "graphs-trace": f"stopped {NO_HOOK_GRACE_S:g} s after the trace held {plural(self.graphs or 0, 'graph')} "
+                            f"(--graphs {self.graphs}; the program is not Python, its calls were not watched)",
+            "timeout": f"stopped after {self.timeout:g} s (--timeout)" if self.timeout else "stopped (--timeout)",
+            "interrupted": "stopped by Ctrl-C",
+            "cancelled": "stopped: cancelled",
+        }.get(stopped, "")
+        failed = ""
+        if stopped == "exited":
+            why = f"the program exited with status {rc}" if rc is not None and rc >= 0 else \
+                f"the program was killed by {_signal_name(-(rc or 0))}"
+            if rc:
+                last = _last_line(work / "stderr.txt")
+                failed = why + (f": {last}" if last else "") + " (the traceback is in the bundle's logs/stderr.txt)"
+        by_rank = _traces_by_rank(work / "trace")
+        if self.rank is not None and by_rank and self.rank not in by_rank:
+            known = ", ".join(str(r) for r in sorted(k for k in by_rank if k is not None)) or "none"
+            raise RunError(f"no trace of rank {self.rank}; ranks found: {known}")
+        if self.rank is not None:
+            by_rank = {self.rank: by_rank[self.rank]}
+        env = next((e.get("environment") for e in self.events if e.get("phase") == "environment"), None) or {}
+        if len(by_rank) > 1:
+            self.out.mkdir(parents=True, exist_ok=True)
+            targets = [(r, self.out / f"rank{r}") for r in sorted(by_rank, key=lambda r: -1 if r is None else r)]
+        else:
+            targets = [(next(iter(by_rank), None), self.out)]
+        result = RunResult("ok", stopped, why, rc=rc, seconds=seconds)
+        for rank, out in targets:
+            bundle = self._bundle(work, out, script, by_rank.get(rank, []), rank, sorted(
+                r for r in by_rank if r is not None), env, stopped, why, failed, rc, seconds)
+            result.outs.append(out)
+            result.bundles.append(bundle)
+        if any(b.status != "ok" for b in result.bundles):
+            result.status = "failed"
+            result.message = result.bundles[0].error
+        return result
+
+    def _bundle(self, work: Path, out: Path, script: str | None, traces: list[TraceLog], rank: int | None,
+                ranks: list[int], env: dict, stopped: str, why: str, failed: str, rc: int | None,
+                seconds: float) -> Bundle:
+        target = {"spec": shlex.join(self.command), "kind": "command", "origin": "run", "command": self.command,
+                  "cwd": os.getcwd(), "file": script or "", "name": "",
+                  "stopped": {"reason": stopped, "message": why, "exit_status": rc, "seconds": round(seconds, 2),
+                              "graphs_asked": self.graphs, "timeout": self.timeout}}
+        if rank is not None:
+            target["rank"] = rank
+        bundle = Bundle(target=target, options={"mode": self.mode, "device": env.get("device")},
+                        environment={**env, "source": "kernelscope run", "ranks": ranks})
+        bundle.timings = {"run": round(seconds, 3)}
+        staging = make_staging_dir(out)
+        try:
+            write_bundle_from_work(work, staging, bundle, user_file=script or "", traces=traces)
+            if not bundle.graphs:
+                bundle.status, bundle.error_kind = "failed", "no_graph"
+                bundle.error = (f"{NO_GRAPH}: {why}" + ("" if failed else "; does the program call torch.compile, "
+                                                         "and does it reach the compiled code?"))
+                if failed:
+                    bundle.error = f"{NO_GRAPH}: {failed}"
+            elif failed:
+                bundle.status, bundle.error, bundle.error_kind = "failed", failed, "program"
+            bundle.notes.insert(0, why[:1].upper() + why[1:])
+            if len(ranks) > 1:
+                bundle.notes.append(f"rank {rank} of ranks {', '.join(map(str, ranks))} (one bundle per rank)")
+            if env.get("device") != "cuda":
+                bundle.notes.append("Triton stages absent unless the program compiled for a CUDA device")
+            save_manifest(bundle, staging)
+            commit_staging_dir(staging, out, replace=self.replace)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        bundle.root = str(out)
+        return bundle
+
+
+def _traces_by_rank(folder: Path) -> dict[int | None, list[TraceLog]]:
+    """The trace logs by the rank that wrote them (None: a job without ranks)."""
+    ranks: dict[int | None, list[TraceLog]] = {}
+    for _path, log in parse_trace_folder(folder):
+        rank = log.rank if log.rank is not None else next((r.rank for r in log.records if r.rank is not None), None)
+        ranks.setdefault(rank, []).append(log)
+    if len(ranks) > 1 and None in ranks:  # the launcher's own log (no rank) holds no graphs of a rank
+        ranks.pop(None)
+    return ranks
+
+
+def _last_line(path: Path, limit: int = 300) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, path.stat().st_size - 16384))
+            lines = [ln.strip() for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:limit] if lines else ""
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"

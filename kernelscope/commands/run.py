@@ -1,0 +1,89 @@
+"""``kernelscope run [-o OUT] [--graphs N] [--timeout S] -- COMMAND...``: run any program (a training
+script, ``python -m pkg``, torchrun) with private TORCH_TRACE and caches, and make what it compiled
+into a bundle (kernelscope/capture/program.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kernelscope.errors import UsageError
+from kernelscope.units import plural
+
+HELP = "run any program (python train.py ..., torchrun ...) and make what it compiles into a bundle"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from kernelscope.capture.spec import MODES
+
+    p.add_argument("-o", "--out", help="bundle folder to write (default: ./kernelscope-captures/NAME-TIME); "
+                                       "a job of several ranks writes OUT/rank0, OUT/rank1, ...")
+    p.add_argument("--force", action="store_true", help="replace an existing bundle at -o")
+    p.add_argument("--graphs", type=int, metavar="N",
+                   help="stop the program once N graphs have compiled and their first calls returned")
+    p.add_argument("--timeout", type=float, metavar="S", help="stop the program after S seconds")
+    p.add_argument("--rank", type=int, metavar="N", help="a multi-rank job (torchrun): only rank N's bundle")
+    p.add_argument("--mode", choices=MODES, default="default",
+                   help="the torch.compile mode the program uses (reduce-overhead: also record CUDA graph logs)")
+    p.add_argument("--no-ui", action="store_true", help="print the summary instead of opening the explorer")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...", help="the program and its arguments")
+
+
+def _name(command: list[str]) -> str:
+    from kernelscope.capture.program import python_script
+
+    script, module = python_script(command)
+    return Path(script).stem if script else (module or Path(command[0]).name).replace(".", "_")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelscope.bundle.io import fresh_path
+    from kernelscope.capture.program import ProgramRun, RunError
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise UsageError("no command: put it after --, e.g. kernelscope run --graphs 2 -- python train.py")
+    out = Path(args.out) if args.out else fresh_path("kernelscope-captures", _name(command))
+    quiet = args.quiet
+
+    def progress(event: dict) -> None:
+        if quiet or event.get("phase") not in ("compile", "stopped"):
+            return
+        print(f"  {event['phase']:<9} {event.get('message', '')}", file=sys.stderr, flush=True)
+
+    job = ProgramRun(command, out, graphs=args.graphs, timeout=args.timeout, rank=args.rank, mode=args.mode,
+                     replace=args.force, on_event=progress)
+    try:
+        result = job.run()
+    except RunError as exc:
+        raise UsageError(str(exc)) from exc
+    except KeyboardInterrupt:  # a second Ctrl-C while the bundle was being written
+        print("kernelscope: run interrupted while writing the bundle; nothing was written", file=sys.stderr)
+        return 130
+    for b, where in zip(result.bundles, result.outs):
+        rank = f" rank {b.target['rank']}" if "rank" in b.target and len(result.outs) > 1 else ""
+        print(f"ran {b.target['spec'][:120]}{rank}: {plural(len(b.graphs), 'graph')}, "
+              f"{plural(len(b.kernels), 'kernel')} in {result.seconds:.1f} s; {result.message if result.status == 'ok' else b.error} -> {where}",
+              file=sys.stderr if result.status != "ok" else sys.stdout)
+    if result.status != "ok":
+        print(f"kernelscope: {result.message}", file=sys.stderr)
+        return 2
+    if args.no_ui or len(result.outs) != 1:
+        from kernelscope.show import summary_text
+
+        for b in result.bundles:
+            sys.stdout.write(summary_text(b))
+        return 0
+    try:
+        from kernelscope.ui.app import main as ui_main
+    except ImportError:
+        print("kernelscope: the explorer is not available in this install; `kernelscope show` prints the bundle",
+              file=sys.stderr)
+        return 0
+    ui_args = argparse.Namespace(what=str(result.outs[0]), out=None, args_spec=None, mode=None, dynamic=None,
+                                 fullgraph=None, backward=None, device=None, passes=False, timeout=None)
+    return int(ui_main(ui_args) or 0)
