@@ -41,6 +41,11 @@ _PHASE_OF = {event: name for name, events in PHASES for event in events}
 AUTOTUNE_EVENT = "CachingAutotuner.benchmark_all_configs"
 
 
+def base_compile_id(cid: str) -> str:
+    """``1/0_1`` (a restarted attempt) -> ``1/0``: Dynamo's phase events name the frame compile only."""
+    return cid.split("_", 1)[0]
+
+
 def _phase_of(event_name: str) -> str | None:
     if event_name.startswith("compile_attempt_"):
         return "Dynamo (rest)"
@@ -107,7 +112,7 @@ def _kernel_infos(records: list[Any], compile_id) -> list[dict[str, Any]]:
             configs = info.get("num_configs")
             if info.get("only_config") is not None:
                 configs = 1
-            out.append({"compile_id": compile_id(r), "name": str(name),
+            out.append({"compile_id": base_compile_id(compile_id(r)), "name": str(name),
                         "compile_s": us / 1e6 if isinstance(us, (int, float)) and not isinstance(us, bool) else None,
                         "autotune_cache": str(info.get("autotune_cache_state") or ""),
                         "configs": configs if isinstance(configs, int) and not isinstance(configs, bool) else None})
@@ -120,7 +125,7 @@ def _metrics(records: list[Any], compile_id) -> dict[str, dict[str, Any]]:
         if r.kind != "compilation_metrics":
             continue
         m = r.data.get("compilation_metrics") or {}
-        cid = str(m.get("compile_id") or compile_id(r))
+        cid = base_compile_id(str(m.get("compile_id") or compile_id(r)))
 
         def num(key: str) -> Any:
             v = m.get(key)
@@ -147,7 +152,7 @@ def compile_time_summary(events: list[dict[str, Any]], records: list[Any], bundl
     infos = _kernel_infos(records, compile_id)
     graphs_of: dict[str, list[Any]] = {}
     for g in bundle.graphs:
-        graphs_of.setdefault(g.compile_id, []).append(g)
+        graphs_of.setdefault(base_compile_id(g.compile_id), []).append(g)
     compiles, totals = [], {}
     autotune_by_kernel: dict[tuple[str, str, bool], float] = {}
     for cid in sorted(by_cid, key=lambda c: min(x["b"] for x in by_cid[c])):
@@ -183,19 +188,26 @@ def _kernel_rows(infos: list[dict[str, Any]], autotune: dict[tuple[str, str, boo
     rows = []
     for info in infos:
         cands = [k for k in bundle.kernels if k.name == info["name"] and k.id not in used
-                 and any(g.id == k.graph and g.compile_id == info["compile_id"] for g in bundle.graphs)]
+                 and any(g.id == k.graph and base_compile_id(g.compile_id) == info["compile_id"] for g in bundle.graphs)]
         k = cands[0] if cands else None
         if k is not None:
             used.add(k.id)
         backward = bool(k is not None and k.graph.endswith("backward"))
         tune = autotune.pop((info["compile_id"], info["name"], backward), None)
-        lines = [f"{u.file}:{u.line}" for u in (k.user_lines if k else [])][:3]
+        lines = _lines(k)
         rows.append({**info, "kernel_id": k.id if k else "", "autotune_s": round(tune, 6) if tune is not None else None,
                      "total_s": round((info["compile_s"] or 0.0) + (tune or 0.0), 6), "lines": lines})
     for (cid, name, _backward), tune in autotune.items():  # benchmarked kernels with no compile record
         k = next((k for k in bundle.kernels if k.name == name), None)
         rows.append({"compile_id": cid, "name": name, "compile_s": None, "autotune_cache": "", "configs": None,
                      "kernel_id": k.id if k else "", "autotune_s": round(tune, 6), "total_s": round(tune, 6),
-                     "lines": [f"{u.file}:{u.line}" for u in (k.user_lines if k else [])][:3]})
+                     "lines": _lines(k)})
     rows.sort(key=lambda r: -r["total_s"])
     return rows
+
+
+def _lines(kernel: Any) -> list[str]:
+    """Where a kernel came from: your lines, else its library lines (at most 3)."""
+    if kernel is None:
+        return []
+    return [f"{u.file}:{u.line}" for u in (kernel.user_lines or kernel.library_lines)][:3]

@@ -128,7 +128,15 @@ PLAIN_REASONS: tuple[tuple[str, str], ...] = (
 )
 
 
+_NUMELS = re.compile(r"\((\S+), (\S+)\), \((\S+), (\S+)\)\s*$")
+
+
 def plain_reason(reason: str, a: str, b: str) -> str:
+    numels = _NUMELS.search(reason) if "numel" in reason else None
+    if numels:
+        n1, r1, n2, r2 = numels.groups()
+        return (f"their loops differ: {a} runs over {n1} x {r1} elements, {b} over {n2} x {r2} "
+                "(one kernel cannot run both)")
     for start, words in PLAIN_REASONS:
         if reason.startswith(start) or start in reason:
             detail = reason[len(start):].strip(" :()") if reason.startswith(start) else ""
