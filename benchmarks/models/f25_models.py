@@ -3,7 +3,7 @@
 ``reduce_broadcast_matmul``: a reduction, then a broadcast of its result, then a matmul: the matmul
 is a library call, so the round trips before and after it stay (``kernelscope show OUT --fusion``).
 ``GPT2x4``: a 4-layer transformers GPT-2 with random weights (nothing is downloaded), for the GPU box:
-``kernelscope capture benchmarks/models/f25_models.py::GPT2x4 --no-grad --eval``.
+``kernelscope capture benchmarks/models/f25_models.py::GPT2x4 --no-grad --eval --args "i64[4, 256] 0..50257"``.
 """
 
 import torch
@@ -32,5 +32,3 @@ class GPT2x4(torch.nn.Module):
     def forward(self, ids):
         return self.m(ids).logits
 
-
-GPT2x4_OPTIONS = {"no_grad": True, "eval": True, "args": "i64[4, 256] 0..50257"}
