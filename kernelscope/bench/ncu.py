@@ -60,6 +60,11 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _cell(row: list[str], col: dict[str, int], name: str) -> str:
+    i = col.get(name)
+    return row[i] if i is not None and i < len(row) else ""
+
+
 def parse_details(text: str) -> dict[str, list[dict[str, Any]]]:
     """``--page details --csv`` (or ``--set basic --csv``): kernel name -> its profiled launches, each
     ``{id, block, grid, metrics: {(section, metric): (value, unit)}, rules: [(section, rule, type, text)]}``."""
@@ -77,9 +82,8 @@ def parse_details(text: str) -> dict[str, list[dict[str, Any]]]:
         if len(r) < len(need):
             continue
 
-        def get(name: str) -> str:
-            i = col.get(name)
-            return r[i] if i is not None and i < len(r) else ""
+        def get(name: str, r=r) -> str:
+            return _cell(r, col, name)
 
         lid = get("ID")
         launch = launches.get(lid)
@@ -111,9 +115,8 @@ def parse_source(text: str) -> dict[str, list[list[dict[str, Any]]]]:
             while i < len(rows) and not (rows[i] and rows[i][0] == "Kernel Name"):
                 row = rows[i]
 
-                def get(n: str, row=row) -> str:
-                    j = col.get(n)
-                    return row[j] if j is not None and j < len(row) else ""
+                def get(n: str, row=row, col=col) -> str:
+                    return _cell(row, col, n)
 
                 addr = get("Address")
                 if addr.startswith("0x"):

@@ -127,7 +127,7 @@ def _metrics(records: list[Any], compile_id) -> dict[str, dict[str, Any]]:
         m = r.data.get("compilation_metrics") or {}
         cid = base_compile_id(str(m.get("compile_id") or compile_id(r)))
 
-        def num(key: str) -> Any:
+        def num(key: str, m=m) -> Any:
             v = m.get(key)
             return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
