@@ -212,7 +212,8 @@ def _ops_of(launch: _Launch, log: SchedulerLog | None) -> set[str]:
     """The scheduler nodes that became this launch: by origins, and by the buffers it writes (op N
     writes buf N; an extern call's node has no origins in the log)."""
     ops = {f"op{b.name[3:]}" for b in launch.buffers if b.role in ("write", "readwrite") and re.fullmatch(r"buf\d+", b.name)}
-    if log is not None and launch.fx_nodes:
+    # An extern call's comment lists the nodes sorted around it, not its own: its buffer names it.
+    if log is not None and launch.fx_nodes and launch.lang != "extern":
         ops |= {op for op, origins in log.origins.items() if origins & launch.fx_nodes}
     return ops
 
@@ -226,6 +227,9 @@ def _decision(p: _Launch, c: _Launch, log: SchedulerLog | None, has_log: bool) -
             if (ops1 and ops2 and ((ops1 <= pops and ops2 <= cops) or (ops1 <= cops and ops2 <= pops))):
                 first, second = (a, b) if ops1 <= pops else (b, a)
                 return plain_reason(reason, first, second), line, "fusion log"
+    if c.lang == "extern" and p.lang == "extern":
+        return (f"both are library calls ({p.name}, {c.name}): Inductor fuses nothing into or out of them, so the "
+                "result goes through memory", "", "extern call")
     if c.lang == "extern":
         return (f"{library_words(c.name)} is a library call: it cannot take a pointwise prologue, so {a} writes "
                 "its result to memory for it", "", "extern call")

@@ -32,7 +32,8 @@ def grouped_pairs(pairs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int
     pair, how many, their bytes together), most bytes first."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for p in pairs:
-        groups.setdefault((p["graph"], p["producer"], p["consumer"], p["reason"]), []).append(p)
+        # by name: an extern call's id names its launch, and each layer calls it again
+        groups.setdefault((p["graph"], p["producer_name"], p["consumer_name"], p["reason"]), []).append(p)
     rows = []
     for members in groups.values():
         sizes = [m["bytes"] for m in members]
