@@ -225,3 +225,29 @@ def test_innermost_phase_takes_each_instant_once():
     assert covered == pytest.approx(10.0)
     assert per == pytest.approx({"Dynamo (rest)": 7.0, "Inductor lowering": 2.0, "autotune": 1.0})
 
+
+
+def test_source_gutter_shows_heat_and_enter_lists_the_lines_kernels(rbm_benched, tmp_path, monkeypatch):
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.panes.source import HEAT
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+    notes: list[str] = []
+
+    async def run():
+        app = make_app(str(rbm_benched))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            view = app.screen.query_one("#source", CodeView)
+            labels = {n: view.labels(n - 1) for n in (11, 15)}
+            app.notify = lambda message, **kw: notes.append(str(message))  # what enter says
+            view.post_message(CodeView.LineActivated(view, 14))
+            await pilot.pause()
+            return labels
+
+    labels = asyncio.run(run())
+    assert labels[11] == " 11"  # a line no kernel came from: no heat
+    assert labels[15][0] in HEAT[1:] and labels[15].endswith("15")  # the matmul's line: the hottest
+    assert any("exclusive" in n and "extern_kernels.mm" in n for n in notes)
+

@@ -112,7 +112,7 @@ def line_tables(bundle: Any) -> tuple[list[LineTable], dict[str, Any]] | None:
     return tables, where
 
 
-def _us(x: float) -> str:
+def fmt_us(x: float) -> str:
     return f"{x / 1000:.2f} ms" if x >= 10000 else f"{x:.1f} µs"
 
 
@@ -128,7 +128,7 @@ def lines_text(bundle: Any, limit: int = 30) -> str:
                 "(it times every launch), then `show BUNDLE --lines`\n")
     tables, where = got
     total = where["total_us"]
-    out = [f"Device time per line: {_us(total)} per compiled call ({where['source'] or 'bench'}"
+    out = [f"Device time per line: {fmt_us(total)} per compiled call ({where['source'] or 'bench'}"
            + (f", {where['device']}" if where["device"] else "") + ")",
            "  exclusive: kernels from this line alone; shared: kernels fused from several lines "
            "(each of its lines counts the whole kernel)"]
@@ -143,19 +143,19 @@ def lines_text(bundle: Any, limit: int = 30) -> str:
             label = f"{where_}  {code}"[:44]
             names = sorted({k['name'] for k in lt.kernels})
             kern = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
-            out.append(f"  {label:<42} {_us(lt.exclusive_us):>10} {_pct(lt.exclusive_us, total)}"
-                       f" {_us(lt.shared_us):>10} {_pct(lt.shared_us, total)}  {kern}")
+            out.append(f"  {label:<42} {fmt_us(lt.exclusive_us):>10} {_pct(lt.exclusive_us, total)}"
+                       f" {fmt_us(lt.shared_us):>10} {_pct(lt.shared_us, total)}  {kern}")
         if len(t.lines) > limit:
             out.append(f"  … {len(t.lines) - limit} more lines")
-        out.append(f"  adds up: exclusive {_us(t.exclusive_us)} + shared kernels (each once) {_us(t.shared_once_us)}"
-                   f" + no line {_us(t.no_line_us)} + not a launch {_us(t.rest_us)} = {_us(t.total_us)}"
+        out.append(f"  adds up: exclusive {fmt_us(t.exclusive_us)} + shared kernels (each once) {fmt_us(t.shared_once_us)}"
+                   f" + no line {fmt_us(t.no_line_us)} + not a launch {fmt_us(t.rest_us)} = {fmt_us(t.total_us)}"
                    " (the bench's device total)")
     hot = next((t.lines[0] for t in tables if t.lines), None)
     if hot is not None:
         out.append("")
         out.append(f"hottest line {base_name(hot.file)}:{hot.line}: its launches")
         for k in sorted(hot.kernels, key=lambda k: -k["us"])[:10]:
-            out.append(f"  {k['name']:<48} {_us(k['us']):>10}  {'shared' if k['shared'] else 'exclusive'}")
+            out.append(f"  {k['name']:<48} {fmt_us(k['us']):>10}  {'shared' if k['shared'] else 'exclusive'}")
     return "\n".join(out) + "\n"
 
 

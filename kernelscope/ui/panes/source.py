@@ -139,8 +139,10 @@ def heat_glyph(share: float) -> str:
 
 
 def line_time_note(lt, total_us: float) -> str:
+    from kernelscope.report.lines import fmt_us
+
     share = 100 * lt.total_us / total_us if total_us else 0.0
-    rows = [f"{lt.exclusive_us:.1f} µs exclusive, {lt.shared_us:.1f} µs shared ({share:.0f}% of the call)"]
+    rows = [f"{fmt_us(lt.exclusive_us)} exclusive, {fmt_us(lt.shared_us)} shared ({share:.0f}% of the call)"]
     for k in sorted(lt.kernels, key=lambda k: -k["us"])[:8]:
-        rows.append(f"{k['name'][:40]}  {k['us']:.1f} µs{'  shared' if k['shared'] else ''}")
+        rows.append(f"{k['name'][:40]}  {fmt_us(k['us'])}{'  shared' if k['shared'] else ''}")
     return "\n".join(rows)
