@@ -35,6 +35,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"{_STAGE_HELP}, passes, facts, stdout, stderr")
     p.add_argument("--launches", action="store_true",
                    help="list each launch of a kernel launched more than once, with its own FX nodes and lines")
+    p.add_argument("--fusion", action="store_true",
+                   help="the kernels Inductor did not fuse: each pair joined by a buffer, why, and the bytes")
+    p.add_argument("--lines", action="store_true",
+                   help="device time per line of your code (after `kernelscope bench`): exclusive and shared")
+    p.add_argument("--compile", action="store_true",
+                   help="where the compile time went: per graph, phase and kernel (compile + autotune)")
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
 
 

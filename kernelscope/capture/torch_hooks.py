@@ -30,9 +30,10 @@ GRAPH_BREAK_ERRORS = ("Unsupported", "UserError")  # what fullgraph=True raises 
 
 
 def torch_logs(mode: str) -> str:
-    """TORCH_LOGS for a capture: output code, graph breaks, recompiles; with CUDA graphs, whether each
+    """TORCH_LOGS for a capture: output code, graph breaks, recompiles, the scheduler's fusion decisions
+    (the artifact logger "fusion": why two kernels stayed apart); with CUDA graphs, whether each
     graph's was recorded or skipped (Inductor's cudagraphs and perf_hints logs, cudagraph_trees' INFO)."""
-    logs = "output_code,graph_breaks,recompiles"
+    logs = "output_code,graph_breaks,recompiles,fusion"
     if mode in CUDAGRAPH_MODES:
         logs += f",cudagraphs,perf_hints,{CUDAGRAPH_TREES_LOGGER}"
     return logs

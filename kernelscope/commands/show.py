@@ -16,4 +16,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kernelscope import show
 
+    if getattr(args, "fusion", False) or getattr(args, "lines", False) or getattr(args, "compile", False):
+        return why_text(args)
     return show.run(args)
+
+
+def why_text(args: argparse.Namespace) -> int:
+    """``show --fusion / --lines / --compile``: why kernels stayed apart, device time per line, where
+    the compile went (kernelscope/report/why.py, lines.py)."""
+    import sys
+
+    from kernelscope.bundle.io import printable, read_bundle
+    from kernelscope.report import lines, why
+
+    b = read_bundle(args.bundle)
+    parts = []
+    if args.fusion:
+        parts.append("\n".join(why.fusion_lines(b)) + "\n")
+    if args.lines:
+        parts.append(lines.lines_text(b))
+    if args.compile:
+        parts.append("\n".join(why.compile_lines(b)) + "\n")
+    sys.stdout.write(printable("\n".join(parts)))
+    return 0

@@ -146,7 +146,23 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     if not bundle.recompiles:
         bundle.recompiles.extend(parse_recompiles(raw.stderr_text))
     dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings, compile_id, dynamo_graphs)
+    _annotate_compile_and_fusion(staging, raw, bundle, records, compile_id)
     return bundle
+
+
+def _annotate_compile_and_fusion(staging: Path, raw: RawCapture, bundle: Bundle, records: list[TraceRecord],
+                                 compile_id) -> None:
+    """Where the compile time went (the trace's timed phases) and why kernels were not fused (the
+    fusion log on stderr, when the capture turned it on): ``extra["compile_time"]``, ``extra["fusion"]``."""
+    from kernelscope.ingest.compile_time import compile_time_summary
+    from kernelscope.ingest.fusion import fusion_summary
+
+    timed = compile_time_summary([e for t in raw.traces for e in t.chromium_events], records, bundle, compile_id)
+    if timed:
+        bundle.extra["compile_time"] = timed
+    fusion = fusion_summary(raw.stderr_text, bundle, staging)
+    if fusion:
+        bundle.extra["fusion"] = fusion
 
 
 def _rank_of(trace: TraceLog) -> int | None:

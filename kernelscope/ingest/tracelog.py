@@ -49,6 +49,9 @@ class TraceLog:
     seen: int = 0  # glog-prefixed lines with a JSON envelope
     malformed: int = 0  # of those, envelopes left out because their fields have the wrong types
     first_problem: str = ""
+    # Dynamo's timed phases (``chromium_event`` payloads: name, ph "B"/"E", ts in µs, args.compile_id),
+    # kept apart from records: a big job writes thousands of them (ingest/compile_time.py reads them).
+    chromium_events: list[dict[str, Any]] = field(default_factory=list)
 
     def of(self, kind: str) -> list[TraceRecord]:
         return [r for r in self.records if r.kind == kind]
@@ -127,6 +130,20 @@ def iter_records(lines: Iterator[str]) -> Iterator[tuple[dict[str, Any], list[st
         yield envelope, payload
 
 
+def _chromium_event(payload: list[str]) -> dict[str, Any] | None:
+    """A chromium_event payload with the fields a phase needs (name, ph, a numeric ts), else None."""
+    try:
+        event = json.loads("\n".join(payload))
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(event, dict) and isinstance(event.get("name"), str) and event.get("ph") in ("B", "E", "X")
+            and isinstance(event.get("ts"), (int, float)) and not isinstance(event.get("ts"), bool)):
+        return None
+    if not isinstance(event.get("args"), dict):
+        event["args"] = {}
+    return event
+
+
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 
 # No real record line comes near this (a whole output code is in its tab-prefixed payload lines); a longer
@@ -170,7 +187,12 @@ def parse_trace_file(path: str | os.PathLike) -> TraceLog:
                 value = envelope["str"]
                 log.strings[value[1]] = value[0]
                 continue
-            if kind in ("chromium_event", ""):
+            if kind == "chromium_event":
+                event = _chromium_event(payload)
+                if event is not None:
+                    log.chromium_events.append(event)
+                continue
+            if kind == "":
                 continue
             log.records.append(
                 TraceRecord(

@@ -149,7 +149,31 @@ def report_data(b: Bundle) -> dict[str, Any]:
                       "choices": [{"name": c.name, "time_ms": c.time_ms, "percent": c.percent, "config": c.config}
                                   for c in a.choices]} for a in b.autotune],
         "notes": list(b.notes),
+        **why_data(b),
     }
+
+
+def why_data(b: Bundle) -> dict[str, Any]:
+    """Why kernels stayed apart, device time per line, where the compile went: the data (for JSON)
+    and the text `show --fusion / --lines / --compile` prints (for Markdown and HTML)."""
+    from kernelscope.report import lines, why
+
+    fusion, compile_time = why.fusion_data(b), why.compile_data(b)
+    got = lines.line_tables(b)
+    text: dict[str, list[str]] = {}
+    if fusion.get("pairs"):
+        text["fusion"] = why.fusion_lines(b, limit=20)
+    if got is not None:
+        text["lines"] = lines.lines_text(b, limit=20).rstrip("\n").splitlines()
+    if compile_time:
+        text["compile"] = why.compile_lines(b, limit=10)
+    return {"not_fused": fusion.get("pairs", [])[:100], "compile_time": compile_time,
+            "line_times": [{"scope": t.scope, "total_us": t.total_us, "exclusive_us": t.exclusive_us,
+                            "shared_once_us": t.shared_once_us, "no_line_us": t.no_line_us, "rest_us": t.rest_us,
+                            "lines": [{"file": lt.file, "line": lt.line, "code": lt.code, "exclusive_us": lt.exclusive_us,
+                                       "shared_us": lt.shared_us, "kernels": lt.kernels} for lt in t.lines[:50]]}
+                           for t in (got[0] if got else [])],
+            "why_text": text}
 
 
 def options_text(options: dict[str, Any]) -> str:

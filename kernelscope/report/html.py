@@ -155,6 +155,10 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         out.append("<h2 id=\"notes\">Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in data["notes"])
                    + "</ul>")
 
+    for title, key in (("Not fused: round trips between kernels", "fusion"), ("Device time per line", "lines"),
+                       ("Where the compile went", "compile")):
+        if (data.get("why_text") or {}).get(key):
+            out.append(f"<h2 id=\"why-{key}\">{title}</h2><pre>{escape(chr(10).join(data['why_text'][key]))}</pre>")
     out.append("<h2 id=\"kernel-details\">Kernel details</h2>")
     for k in data["kernels"]:
         out.append(f"<section class=\"kernel\" id=\"{anchor('k', k['id'])}\"><h3>{_c(k['name'])} "

@@ -153,6 +153,10 @@ def render_markdown(data: dict[str, Any]) -> str:
         more = len(a["choices"]) - 5
         out += table(["choice", "time", "vs best", "config"], rows, ["l", "r", "r", "l"])
         out += (["", f"{plural(more, 'more choice', 'more choices')} in the bundle."] if more > 0 else []) + [""]
+    for title, key in (("Not fused: round trips between kernels", "fusion"), ("Device time per line", "lines"),
+                       ("Where the compile went", "compile")):
+        if (data.get("why_text") or {}).get(key):
+            out += [f"### {title}", "", "```text", *data["why_text"][key], "```", ""]
     if data["notes"]:
         out += ["### Notes", ""] + [f"- {cell(n)}" for n in data["notes"]] + [""]
     out.append("<sub>kernelscope report" + (f" of {cell(data['bundle'])}" if data["bundle"] else "") + "</sub>")

@@ -178,3 +178,34 @@ def capture_info(b: Bundle) -> str:
         out += [f"note: {n}" for n in b.notes]
     out += ["", f"bundle      {b.root}"]
     return "\n".join(out) + "\n"
+
+
+def why_info(b: Bundle, kernel: Kernel | None) -> str:
+    """The Info pane's last part: the selected kernel's not-fused pairs, the capture's round trips
+    ranked by bytes, device time per line (after a bench), where the compile went (bars)."""
+    from kernelscope.report import lines, why
+
+    out: list[str] = []
+    if kernel is not None:
+        mine = why.pairs_of(b, kernel.id)
+        if mine:
+            out.append("── not fused: this kernel ──")
+            for p in mine[:8]:
+                other = p["consumer_name"] if p["producer"] == kernel.id else p["producer_name"]
+                arrow = "->" if p["producer"] == kernel.id else "<-"
+                buf = ", ".join(x["name"] for x in p["buffers"])
+                out.append(f"{arrow} {other}  {buf}  {fmt_bytes(p['bytes'])}, {p['transfers']} transfers")
+                out.append(f"   why: {p['reason']}")
+            out.append("")
+    if why.fusion_data(b).get("pairs"):
+        out.append("── not fused (round trips, most bytes first) ──")
+        out += why.fusion_lines(b, limit=8, width=100)
+        out.append("")
+    if lines.line_tables(b) is not None:
+        out.append("── device time per line ──")
+        out += lines.lines_text(b, limit=10).rstrip("\n").splitlines()
+        out.append("")
+    if why.compile_data(b):
+        out.append("── where the compile went (trace) ──")
+        out += why.compile_lines(b, limit=8)
+    return "\n".join(out) + ("\n" if out else "")

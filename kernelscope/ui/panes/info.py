@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 
 from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane
-from kernelscope.ui.summary import capture_info, kernel_info
+from kernelscope.ui.summary import capture_info, kernel_info, why_info
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 
@@ -33,5 +33,9 @@ class InfoPane(Pane):
             bundle = self.explorer.bundle
             if self._capture is None:
                 self._capture = TextDoc(capture_info(bundle))
-            doc = self._docs[shown] = TextDoc.joined(kernel_info(bundle, kernel), self._capture)
+            doc = TextDoc.joined(kernel_info(bundle, kernel), self._capture)
+            why = why_info(bundle, kernel)
+            if why:  # after the capture's part: what the pane opens on stays as it was
+                doc = TextDoc.joined("\n".join(doc.lines) + "\n", TextDoc(why))
+            self._docs[shown] = doc
         self.query_one(CodeView).set_document(doc)

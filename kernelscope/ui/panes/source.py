@@ -28,13 +28,27 @@ class SourcePane(Pane):
         if not src.rows:
             view.set_placeholder("This capture holds no copy of your source and recorded no user lines.")
             return
+        heat = self._heat()
         if src.copied:
-            view.set_document(TextDoc(src.text, python_lexer), cursor=(src.first_line or 1) - 1)
-            self.set_subtitle(base_name(src.file))
+            file = self.explorer.index.source_file
+            labels = (lambda i: heat_glyph(heat.get((file, i + 1), 0.0)) + str(i + 1)) if heat else None
+            view.set_document(TextDoc(src.text, python_lexer), cursor=(src.first_line or 1) - 1, labels=labels)
+            self.set_subtitle(base_name(src.file) + ("  (gutter: device time per line)" if heat else ""))
         else:
             rows = src.rows
-            view.set_document(TextDoc(src.text, python_lexer), labels=lambda i: str(rows[i].line))
+            view.set_document(TextDoc(src.text, python_lexer), labels=lambda i: (
+                heat_glyph(heat.get((rows[i].file, rows[i].line), 0.0)) if heat else "") + str(rows[i].line))
             self.set_subtitle(f"{base_name(src.file)}: no copy in bundle; recorded lines only")
+
+    def _heat(self) -> dict[tuple[str, int], float]:
+        """(file, line) -> share of the compiled call's device time (a benched bundle), else empty."""
+        from kernelscope.report.lines import heat_by_line
+
+        bundle = self.explorer.bundle
+        cached = getattr(self, "_heat_of", None)
+        if cached is None or cached[0] is not bundle:
+            self._heat_of = (bundle, heat_by_line(bundle))
+        return self._heat_of[1]
 
     def show_selection(self, graph, kernel) -> None:
         self._show_kernel_file(kernel)
@@ -94,4 +108,41 @@ class SourcePane(Pane):
         kernels = index.kernels_for_source_row(event.index)
         self.post_message(self.Fed({k.id for k in kernels}))
         row = index.source().rows[event.index] if event.index < len(index.source().rows) else None
+        self._say_line_time(event.index)
         self.post_message(self.Follow(("source", event.index), kernels, f"line {row.line}" if row else "this line"))
+
+    def _say_line_time(self, row_index: int) -> None:
+        """Enter on a line with device time (a benched bundle): its kernels with their times."""
+        from kernelscope.report.lines import line_tables
+
+        got = line_tables(self.explorer.bundle) if self._heat() else None
+        if not got:
+            return
+        src, index = self.explorer.index.source(), self.explorer.index
+        row = src.rows[row_index] if not src.copied and row_index < len(src.rows) else None
+        key = (row.file, row.line) if row is not None else (index.source_file, row_index + 1)
+        for table in got[0]:
+            hit = next((lt for lt in table.lines if (lt.file, lt.line) == key), None)
+            if hit is not None:
+                self.notify(line_time_note(hit, got[1]["total_us"]), title=f"line {key[1]}: device time", timeout=8)
+                return
+
+
+HEAT = " ▁▂▃▄▅▆▇█"
+
+
+def heat_glyph(share: float) -> str:
+    """One cell of heat for a line's share of the call's device time (blank: none)."""
+    if share <= 0:
+        return " "
+    return HEAT[max(1, min(len(HEAT) - 1, round(share * (len(HEAT) - 1))))]
+
+
+def line_time_note(lt, total_us: float) -> str:
+    from kernelscope.report.lines import fmt_us
+
+    share = 100 * lt.total_us / total_us if total_us else 0.0
+    rows = [f"{fmt_us(lt.exclusive_us)} exclusive, {fmt_us(lt.shared_us)} shared ({share:.0f}% of the call)"]
+    for k in sorted(lt.kernels, key=lambda k: -k["us"])[:8]:
+        rows.append(f"{k['name'][:40]}  {fmt_us(k['us'])}{'  shared' if k['shared'] else ''}")
+    return "\n".join(rows)

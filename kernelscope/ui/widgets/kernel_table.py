@@ -65,6 +65,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.graphs: dict[str, Graph] = {}
         self.selected_id: str | None = None
         self.fed_ids: set[str] = set()
+        # Kernels whose result the next row reads back from memory (a pair Inductor did not fuse):
+        # marked ↓ between the two (kernelscope/report/why.py).
+        self.round_trip_ids: set[str] = set()
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
 
@@ -82,6 +85,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.kernels = {k.id: k for k in kernels_in_order}
         self.graphs = {g.id: g for g in bundle.graphs}
         self._row_ids = []
+        self.round_trip_ids = feeds_next(bundle, kernels_in_order)
         multi = len(bundle.graphs) > 1
         for g in bundle.graphs:
             ks = [k for k in kernels_in_order if k.graph == g.id]
@@ -159,6 +163,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             return Text("▶", style="bold")
         if kid in self.fed_ids:
             return Text("◆", style="bold")
+        if kid in self.round_trip_ids:
+            return Text("↓", style="dim")
         return Text(" ")
 
     def _refresh_marks(self, ids: set[str]) -> None:
@@ -218,6 +224,14 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                          + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
         self.app.copy_to_clipboard("\n".join(lines) + "\n")
         self.notify(f"copied {plural(n, 'kernel')} as TSV (OSC 52)", timeout=2)
+
+
+def feeds_next(bundle: Bundle, kernels_in_order: list[Kernel]) -> set[str]:
+    """The kernels whose result the next kernel of the list reads through memory (not fused)."""
+    from kernelscope.report.why import fusion_data
+
+    pairs = {(p.get("producer"), p.get("consumer")) for p in fusion_data(bundle).get("pairs", [])}
+    return {a.id for a, b in zip(kernels_in_order, kernels_in_order[1:]) if (a.id, b.id) in pairs}
 
 
 def display_name(k: Kernel) -> str:
