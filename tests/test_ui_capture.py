@@ -51,7 +51,7 @@ def test_bad_args_spec_is_one_line_then_fixed_in_the_form_and_cancelled(cache):
     async def steps(pilot, app):
         await wait_for(pilot, lambda: isinstance(app.screen, CaptureScreen) and app.screen.state == "failed", 5)
         text = status(app)
-        assert text.startswith("✗ --args item 1 'f32[abc]': size 'abc' is not a non-negative integer")
+        assert text.startswith("✗ inputs item 1 'f32[abc]': size 'abc' is not a non-negative integer")
         assert "Traceback" not in text and "\n" not in text
         await pilot.press("o")
         await pilot.pause()

@@ -60,3 +60,85 @@ def test_a_fullgraph_break_is_in_show_and_in_the_breaks_pane(fullgraph_break):
         assert not any("no graph breaks" in r for r in rows)
 
     drive(fullgraph_break, steps)
+
+
+def _phases(app) -> str:
+    return str(app.screen.query_one("#cap-phases").render())
+
+
+async def _wait(pilot, predicate, timeout: float) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out waiting for the UI"
+        await pilot.pause(0.2)
+
+
+def _run_capture(request, steps, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_DEVICE", "cpu")
+    app = make_app(request=request)
+
+    async def run():
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            await steps(pilot, app)
+
+    asyncio.run(run())
+
+
+def test_a_fullgraph_failure_marks_compile_not_collect_and_names_the_checkbox(monkeypatch):
+    from kernelscope.ui.capture_request import CaptureRequest
+    from kernelscope.ui.screens.capture import CaptureScreen
+
+    async def steps(pilot, app):
+        await _wait(pilot, lambda: isinstance(app.screen, CaptureScreen) and app.screen.state == "failed", 90)
+        phases = _phases(app)
+        assert "✗ compile" in phases and "✓ collect" in phases, phases
+        status = str(app.screen.query_one("#cap-status").render())
+        assert "untick fullgraph in the options (o)" in status and "--fullgraph" not in status, status
+
+    _run_capture(CaptureRequest(target="graph_break", fullgraph=True, device="cpu"), steps, monkeypatch)
+
+
+def test_a_cancel_leaves_the_phase_it_stopped_without_a_tick(monkeypatch):
+    from kernelscope.ui.capture_request import CaptureRequest
+    from kernelscope.ui.screens.capture import CaptureScreen
+
+    async def steps(pilot, app):
+        screen = app.screen
+        await _wait(pilot, lambda: any(e.get("phase") == "compile" for e in screen.events), 90)
+        await pilot.press("escape")
+        await _wait(pilot, lambda: screen.state == "cancelled", 30)
+        phases = _phases(app)
+        assert "■ compile" in phases and "✓ compile" not in phases, phases
+        assert isinstance(screen, CaptureScreen)
+
+    _run_capture(CaptureRequest(target="softmax", device="cpu"), steps, monkeypatch)
+
+
+def test_the_options_form_offers_timeout_and_passes_and_rejects_a_bad_timeout():
+    from textual.widgets import Checkbox, Input
+
+    from kernelscope.ui.capture_request import CaptureRequest
+    from kernelscope.ui.screens.options import OptionsScreen
+
+    async def run():
+        app = make_app()
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            got = []
+            app.push_screen(OptionsScreen(CaptureRequest(target="add_relu", device="cpu")), got.append)
+            await pilot.pause()
+            form = app.screen
+            form.query_one("#opt-timeout", Input).value = "soon"
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            assert "timeout must be a positive number of seconds" in str(form.query_one("#opt-error").render())
+            form.query_one("#opt-timeout", Input).value = "90"
+            form.query_one("#opt-passes", Checkbox).value = True
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            assert got and got[0].timeout == 90 and got[0].passes
+
+    asyncio.run(run())
