@@ -142,3 +142,74 @@ def test_the_options_form_offers_timeout_and_passes_and_rejects_a_bad_timeout():
             assert got and got[0].timeout == 90 and got[0].passes
 
     asyncio.run(run())
+
+
+def test_a_talk_says_its_last_step_is_the_end_and_q_ends_it():
+    from kernelscope.ui.app import KernelscopeApp
+    from kernelscope.ui.talk import DEFAULT_TALK, load_talk
+
+    talk = load_talk(DEFAULT_TALK)
+    app = KernelscopeApp(talk=talk)
+
+    async def run():
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            await app.talk_show(len(talk.steps) - 1)
+            await pilot.pause()
+            banner = str(app.screen.query_one(".talk-banner").render())
+            assert banner.startswith(f"{len(talk.steps)}/{len(talk.steps)} (last: q ends) · "), banner
+            await pilot.press("space")
+            await pilot.pause()
+            said = [n.message for n in app._notifications]
+            assert any("that was the last step: q ends the talk" in m for m in said), said
+            await pilot.press("q")
+            await pilot.pause()
+            assert app.return_code is not None or not app.is_running
+
+    asyncio.run(run())
+
+
+def test_presentation_of_a_one_kernel_capture_has_no_stepping_noise():
+    from kernelscope.ui.widgets.presentation import PresentationScreen
+
+    async def steps(pilot, app):
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, PresentationScreen)
+        heading = str(app.screen.query_one("#pres-heading").render())
+        assert "(kernel 1 of 1" not in heading and ": , .)" not in heading, heading
+        assert heading.startswith("add_relu"), heading
+
+    drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_presentation_of_a_many_kernel_capture_says_how_to_step():
+    from kernelscope.ui.widgets.presentation import PresentationScreen
+
+    async def steps(pilot, app):
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, PresentationScreen)
+        heading = str(app.screen.query_one("#pres-heading").render())
+        assert "(kernel 1 of " in heading and "· , and . step)" in heading, heading
+
+    drive(GPU_FIXTURES / "graph_break", steps)
+
+
+def test_the_header_of_a_preview_keeps_preview_at_80_columns():
+    from kernelscope.bundle.io import read_bundle
+    from kernelscope.ui.app import KernelscopeApp
+
+    bundle = read_bundle(GPU_FIXTURES / "softmax")
+    bundle.environment["preview"] = {"arch": "sm_90"}
+    bundle.options["dynamic"] = True
+    bundle.options["fullgraph"] = True
+    app = KernelscopeApp(bundle=bundle)
+
+    async def run():
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            header = str(app.screen.query_one("#summary").render())
+            assert "PREVIEW sm_90" in header and "1 kernel" in header, header
+
+    asyncio.run(run())

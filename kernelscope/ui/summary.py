@@ -39,8 +39,8 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
     name = t.get("name") or (code_names + functions or [base_name(t.get("spec", "") or "capture")])[0]
     opts = b.options
     flags = []
-    if b.preview:
-        flags.append(f"PREVIEW {b.preview['arch']} (generated, never run)")
+    # A bundle never executed says so at every width: PREVIEW stays, only its explanation is detail.
+    preview = f"PREVIEW {b.preview['arch']}" if b.preview else ""
     if opts:
         flags.append(opts.get("device") or "auto")
         flags.append(f"mode={opts.get('mode') or 'default'}")
@@ -59,7 +59,10 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
         cs = list(counts)
         if with_kinds and kinds:
             cs[1] += f" ({kinds})"
-        segs = [" · ".join([name, *flags[:n_flags]]), " · ".join(cs)]
+        shown = flags[:n_flags]
+        if preview:
+            shown.insert(0, f"{preview} (generated, never run)" if n_flags == len(flags) else preview)
+        segs = [" · ".join([name, *shown]), " · ".join(cs)]
         if with_time and compile_s:
             segs.append(f"compiled in {compile_s:.1f} s")
         if with_before and before:

@@ -144,8 +144,8 @@ class PresentationScreen(Screen):
             name += "(" + ", ".join(target["inputs"]) + ")"
         kernels = self.index.kernels_in_order()
         where = ""
-        if self.kernel is not None and self.kernel in kernels and not self.fixed:
-            where = f"   (kernel {kernels.index(self.kernel) + 1} of {len(kernels)}: , .)"
+        if self.kernel is not None and self.kernel in kernels and not self.fixed and len(kernels) > 1:
+            where = f"   (kernel {kernels.index(self.kernel) + 1} of {len(kernels)} · , and . step)"
         self.query_one("#pres-heading", Static).update(f"{self.heading or name}{where}")
 
     # -- keys --------------------------------------------------------------------------------------
