@@ -213,3 +213,22 @@ def test_the_header_of_a_preview_keeps_preview_at_80_columns():
             assert "PREVIEW sm_90" in header and "1 kernel" in header, header
 
     asyncio.run(run())
+
+
+CPU_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpu"
+TWO_CALLS = CPU_FIXTURES / "add_relu_two_calls"  # capture add_relu --device cpu --args "f32[64], f32[64]; f32[128], f32[128]"
+
+
+def test_presentation_of_a_two_call_capture_names_both_input_sets_and_says_the_counts_add_them():
+    from kernelscope.ui.widgets.presentation import PresentationScreen
+
+    async def steps(pilot, app):
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, PresentationScreen)
+        heading = str(app.screen.query_one("#pres-heading").render())
+        assert "2 calls: (f32[64], f32[64]); (f32[128], f32[128])" in heading, heading
+        counts = str(app.screen.query_one("#pres-counts").render())
+        assert "compiled 2 kernels" in counts and "(all 2 calls)" in counts, counts
+
+    drive(TWO_CALLS, steps, size=(160, 48))
