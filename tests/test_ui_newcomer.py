@@ -157,7 +157,8 @@ def test_a_talk_says_its_last_step_is_the_end_and_q_ends_it():
             await app.talk_show(len(talk.steps) - 1)
             await pilot.pause()
             banner = str(app.screen.query_one(".talk-banner").render())
-            assert banner.startswith(f"{len(talk.steps)}/{len(talk.steps)} (last: q ends) · "), banner
+            assert banner.startswith(f"{len(talk.steps)}/{len(talk.steps)} · "), banner
+            assert "(the last step: q ends the talk)" in banner.splitlines()[0], banner
             await pilot.press("space")
             await pilot.pause()
             said = [n.message for n in app._notifications]
@@ -232,3 +233,73 @@ def test_presentation_of_a_two_call_capture_names_both_input_sets_and_says_the_c
         assert "compiled 2 kernels" in counts and "(all 2 calls)" in counts, counts
 
     drive(TWO_CALLS, steps, size=(160, 48))
+
+
+def test_slash_in_the_kernels_table_finds_a_kernel_by_name_and_says_when_none_matches():
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def steps(pilot, app):
+        screen = app.screen
+        await pilot.press("slash", *"norm_view", "enter")
+        await pilot.pause()
+        assert screen.kernel.name == "triton_per_fused_add_addmm_native_layer_norm_view_6", screen.kernel.name
+        await pilot.press("n")
+        await pilot.pause()
+        assert screen.kernel.name == "triton_per_fused_add_addmm_native_layer_norm_view_7", screen.kernel.name
+        assert isinstance(app.focused, KernelTable)
+        await pilot.press("slash", *"zzqx", "enter")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any("no match for 'zzqx'" in m for m in said), said
+
+    drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_home_and_end_in_the_kernels_table_and_g_in_a_code_pane():
+    from kernelscope.ui.widgets.code_view import CodeView
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def steps(pilot, app):
+        table = app.screen.query_one(KernelTable)
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_row == table.row_count - 1
+        await pilot.press("home")
+        await pilot.pause()
+        assert table.cursor_row == 0
+        await pilot.press("5", "G")
+        await pilot.pause()
+        output = app.screen.query_one("#output", CodeView)
+        assert output.cursor > 10
+        await pilot.press("g")
+        await pilot.pause()
+        assert output.cursor == 0
+
+    drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_slash_with_no_match_in_a_code_pane_says_so():
+    async def steps(pilot, app):
+        await pilot.press("5", "slash", *"qqzzy", "enter")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any("no match for 'qqzzy'" in m for m in said), said
+
+    drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_p_in_the_gallery_turns_presentation_mode_on_and_off():
+    async def run():
+        app = make_app()
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            await pilot.press("P")
+            await pilot.pause()
+            assert app.presentation
+            await pilot.press("P")
+            await pilot.pause()
+            assert not app.presentation
+            said = [n.message for n in app._notifications]
+            assert said[-1] == "presentation mode off", said
+
+    asyncio.run(run())

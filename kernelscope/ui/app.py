@@ -250,10 +250,12 @@ class KernelscopeApp(App):
             self.pop_screen()
             return
         big = self.presentation_for(self.screen)
-        self.presentation = True
-        if big is None:
-            self.notify("presentation mode on: a capture you open shows big (P again to leave)", timeout=3)
+        if big is None:  # nothing to show big here (the gallery): P turns the mode on and off
+            self.presentation = not self.presentation
+            self.notify("presentation mode on: a capture you open shows big (P again: off)" if self.presentation
+                        else "presentation mode off", timeout=3)
             return
+        self.presentation = True
         self.push_screen(big)
 
     def presentation_for(self, screen):
@@ -314,8 +316,8 @@ class KernelscopeApp(App):
         if self.talk is None:
             return "", ""
         step = self.talk.steps[self.talk_index]
-        last = " (last: q ends)" if self.talk_index == len(self.talk.steps) - 1 else ""
-        return f"{self.talk_index + 1}/{len(self.talk.steps)}{last} · {step.title}", step.note
+        last = "   (the last step: q ends the talk)" if self.talk_index == len(self.talk.steps) - 1 else ""
+        return f"{self.talk_index + 1}/{len(self.talk.steps)} · {step.title}{last}", step.note
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in ("talk_step", "talk_quit"):

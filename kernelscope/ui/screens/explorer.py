@@ -22,6 +22,7 @@ from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
+from kernelscope.ui.panes.kernels import KernelsPane
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.compositing import SparseCompositor
@@ -331,6 +332,10 @@ class ExplorerScreen(Screen):
     @on(CodeView.SearchRequested)
     def _search(self, event: CodeView.SearchRequested) -> None:
         self.query_one(SearchBar).open_for(event.view)
+
+    @on(KernelsPane.SearchRequested)
+    def _search_kernels(self, event: KernelsPane.SearchRequested) -> None:
+        self.query_one(SearchBar).open_for(event.target)
 
     def action_goto(self, pane_id: str) -> None:
         """Jump to the selected kernel's place in a pane (its user lines, FX nodes, launch)."""

@@ -49,6 +49,9 @@ class KernelTable(StableScrollbars, DataTable):
     BINDINGS = [
         Binding("enter", "open_kernel", "Kernel source"),
         Binding("y", "copy", "Copy"),
+        # DataTable's home/end move to the first/last column; a row list has one that matters.
+        Binding("home,g", "scroll_top", "First kernel", show=False),
+        Binding("end,G", "scroll_bottom", "Last kernel", show=False),
     ]
 
     class Selected(Message):
@@ -281,6 +284,10 @@ class KernelTable(StableScrollbars, DataTable):
         """Move the cursor to a kernel (which posts Selected)."""
         if kernel_id in self._row_ids:
             self.move_cursor(row=self._row_ids.index(kernel_id), scroll=True)
+
+    def row_names(self) -> list[str]:
+        """Each row's kernel name, in row order ("" for a graph's row): what ``/`` searches."""
+        return [k.name if (k := self.kernels.get(key)) is not None else "" for key in self._row_ids]
 
     def set_selected(self, kernel_id: str | None) -> None:
         old = self.selected_id
