@@ -303,3 +303,29 @@ def test_p_in_the_gallery_turns_presentation_mode_on_and_off():
             assert said[-1] == "presentation mode off", said
 
     asyncio.run(run())
+
+
+def test_p_on_a_cpu_capture_hints_at_a_preview():
+    async def steps(pilot, app):
+        await pilot.press("p")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any("preview sm_90" in m and "C++" in m for m in said), said
+
+    drive(TWO_CALLS, steps)
+
+
+def test_v_in_the_bench_view_does_not_offer_cuda_without_a_gpu(monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_DEVICE", "cpu")
+
+    async def steps(pilot, app):
+        await pilot.press("b")
+        await pilot.pause()
+        view = app.screen.query_one("BenchView")
+        assert view.device == "cpu"
+        await pilot.press("v")
+        await pilot.pause()
+        assert view.device == "cpu"
+        assert "no CUDA GPU on this machine" in str(app.screen.query_one("#bench-status").render())
+
+    drive(TWO_CALLS, steps)

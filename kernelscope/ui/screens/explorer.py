@@ -396,6 +396,12 @@ class ExplorerScreen(Screen):
         from kernelscope.ui.screens.tools import PipelineScreen
 
         if self.kernel is None or self.kernel.lang != "triton":
+            if not any(k.lang == "triton" for k in self.bundle.kernels):
+                # A CPU capture has C++ kernels only: say how to get Triton stages without a GPU.
+                self.notify("no Triton kernels here (a CPU capture emits C++): capture with a preview device "
+                            "(c, device 'preview sm_90') or `kernelscope capture TARGET --preview sm_90` for the "
+                            "Triton stages a GPU would get", severity="warning", timeout=6, markup=False)
+                return
             self.notify("select a Triton kernel to step through its pipeline", severity="warning")
             return
         self.app.push_screen(PipelineScreen(self.bundle, self.kernel))
