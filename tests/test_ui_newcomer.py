@@ -329,3 +329,14 @@ def test_v_in_the_bench_view_does_not_offer_cuda_without_a_gpu(monkeypatch):
         assert "no CUDA GPU on this machine" in str(app.screen.query_one("#bench-status").render())
 
     drive(TWO_CALLS, steps)
+
+
+def test_a_library_call_lists_its_own_aten_op_not_the_chain_before_it(ref_bundles):
+    # mlp_train's backward: the mm after gelu_backward; Inductor's comment above it names the gelu ops too.
+    proc = kernelscope_cmd("show", str(ref_bundles["mlp_train"]))
+    lines = proc.stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.strip().startswith("extern_kernels.mm ")]
+    assert len(starts) == 5, proc.stdout
+    for i in starts:
+        aten = next(line for line in lines[i + 1:i + 4] if line.strip().startswith("aten:"))
+        assert aten.strip() == "aten: aten.mm", lines[i:i + 4]
