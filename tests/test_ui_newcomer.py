@@ -340,3 +340,15 @@ def test_a_library_call_lists_its_own_aten_op_not_the_chain_before_it(ref_bundle
     for i in starts:
         aten = next(line for line in lines[i + 1:i + 4] if line.strip().startswith("aten:"))
         assert aten.strip() == "aten: aten.mm", lines[i:i + 4]
+
+
+def test_show_and_the_report_count_guards_by_kind_and_show_guards_lists_them():
+    gpt2 = str(GPU_FIXTURES / "gpt2")
+    summary = kernelscope_cmd("show", gpt2).stdout
+    assert "guards of 0/0 (0-0-inference): 1280 (`kernelscope show --guards` lists each)" in summary
+    assert "  tensor match 149: TENSOR_MATCH 149; e.g. check_tensor(L['ids']" in summary
+    assert summary.count("TENSOR_MATCH") == 1  # one count line, not 149 guards
+    full = kernelscope_cmd("show", gpt2, "--guards").stdout
+    assert full.count("    TENSOR_MATCH: ") == 149
+    report = kernelscope_cmd("report", gpt2, "--format", "md").stdout
+    assert "module attributes 1125:" in report and report.count("TENSOR_MATCH: check_tensor") == 0

@@ -11,7 +11,7 @@ from kernelscope.bundle.artifacts import stage_order
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
-from kernelscope.show import cudagraph_line, failed_guard_lines, guard_lines, symbol_lines
+from kernelscope.show import cudagraph_line, failed_guard_lines, guard_summary_lines, symbol_lines
 from kernelscope.units import base_name, fmt_bytes, plural
 
 REPORT_VERSION = 1
@@ -142,7 +142,7 @@ def report_data(b: Bundle) -> dict[str, Any]:
         "recompiles": [{"where": where(r.file, r.line), "reason": r.reason, "compile_id": r.compile_id,
                         "failed_guard": dict(r.guard)} for r in b.recompiles],
         # Plain-text sections shared by the Markdown and HTML renderings (the same lines `show` prints).
-        "dynamic_text": {"symbols": symbol_lines(b), "guards": guard_lines(b, limit=100),
+        "dynamic_text": {"symbols": symbol_lines(b), "guards": guard_summary_lines(b),
                          "failed_guards": [failed_guard_lines(r) for r in b.recompiles],
                          "cudagraphs": cudagraph_line(b)},
         "autotune": [{"op": a.op, "dtypes": a.dtypes,
