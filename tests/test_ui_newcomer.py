@@ -352,3 +352,10 @@ def test_show_and_the_report_count_guards_by_kind_and_show_guards_lists_them():
     assert full.count("    TENSOR_MATCH: ") == 149
     report = kernelscope_cmd("report", gpt2, "--format", "md").stdout
     assert "module attributes 1125:" in report and report.count("TENSOR_MATCH: check_tensor") == 0
+
+
+def test_the_markdown_report_lists_every_call_and_a_symbolic_kernels_bytes():
+    md = kernelscope_cmd("report", str(TWO_CALLS), "--format", "md").stdout
+    assert "2 calls with inputs `f32[64]`, `f32[64]`; `f32[128]`, `f32[128]`" in md, md
+    row = next(line for line in md.splitlines() if line.startswith("| 2 |"))
+    assert "1.0 KB per call" in row and "512 B per call" in row and "?" not in row, row

@@ -120,6 +120,8 @@ def report_data(b: Bundle) -> dict[str, Any]:
             "function": t.get("name", ""),
             "where": where(t.get("file", ""), t.get("first_line")),
             "inputs": list(t.get("inputs", []) or []),
+            # Every call's inputs (--args "A; B"): a report that names only the first hides the recompile.
+            "calls": [list(c) for c in t.get("calls") or [] if isinstance(c, list)],
         },
         "options": dict(b.options),
         "environment": dict(b.environment),
@@ -198,7 +200,9 @@ def summary_facts(data: dict[str, Any], code: Callable[[Any], str], text: Callab
     facts: list[tuple[str, str]] = []
     if t["function"]:
         facts.append(("Target", code(t["function"]) + (f" at {code(t['where'])}" if t["where"] else "")
-                      + (f", inputs {', '.join(code(i) for i in t['inputs'])}" if t["inputs"] else "")))
+                      + (f", {len(t['calls'])} calls with inputs "
+                         + "; ".join(", ".join(code(i) for i in c) for c in t["calls"]) if len(t.get("calls") or []) > 1
+                         else f", inputs {', '.join(code(i) for i in t['inputs'])}" if t["inputs"] else "")))
     elif t["spec"]:
         facts.append(("Target", code(t["spec"])))
         functions: list[str] = []
