@@ -359,3 +359,60 @@ def test_the_markdown_report_lists_every_call_and_a_symbolic_kernels_bytes():
     assert "2 calls with inputs `f32[64]`, `f32[64]`; `f32[128]`, `f32[128]`" in md, md
     row = next(line for line in md.splitlines() if line.startswith("| 2 |"))
     assert "1.0 KB per call" in row and "512 B per call" in row and "?" not in row, row
+
+
+async def _pipeline(pilot, app):
+    from kernelscope.ui.screens.tools import PipelineScreen
+    from kernelscope.ui.widgets.pipeline_view import PipelineView
+
+    await pilot.press("p")
+    await pilot.pause()
+    assert isinstance(app.screen, PipelineScreen)
+    view = app.screen.query_one(PipelineView)
+    await _wait(pilot, lambda: bool(view.stages), 20)
+    await pilot.pause()
+    return view
+
+
+def test_pipeline_keys_after_split_tab_split_and_braces_keep_the_cursor_and_l_pans():
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        await pilot.press("]")  # TTIR
+        await pilot.press(*"jjjjj")
+        assert view.left.cursor_line == 6
+        await pilot.press("s", "}")
+        await pilot.pause()
+        assert view.left.cursor_line == 6, "{ } moved the cursor of the other pane's partner"
+        await pilot.press("tab", "s")
+        await pilot.pause()
+        before = view.current.stage
+        await pilot.press("]")
+        await pilot.pause()
+        assert view.current.stage != before, "] was dead after s, tab, s"
+        await pilot.press("l")
+        await pilot.pause()
+        assert view.left.scroll_offset.x > 0, "l did not pan"
+        await pilot.press("h")
+        await pilot.pause()
+        assert view.left.scroll_offset.x == 0
+
+    drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_r_over_the_passes_says_it_recomputes_and_the_pass_keys_are_in_the_footer():
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        over_stages = [b.binding.action for b in app.screen.active_bindings.values()]
+        assert "recompute" not in over_stages and "toggle_changed" not in over_stages, over_stages
+        await pilot.press("p")
+        await pilot.pause()
+        assert view.mode == "passes"
+        shown = [b.binding.action for b in app.screen.active_bindings.values() if b.binding.show]
+        assert "recompute" in shown and "toggle_changed" in shown, shown
+        await _wait(pilot, lambda: view._passes_state in ("ready", "failed"), 60)
+        await pilot.press("r")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any("recomputing the passes" in m for m in said), said
+
+    drive(GPU_FIXTURES / "add_relu_passes", steps)

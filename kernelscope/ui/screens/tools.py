@@ -45,7 +45,7 @@ class ToolScreen(Screen):
 class PipelineScreen(ToolScreen):
     # The footer shows the pipeline's keys first, before the focused pane's (search, marks, copy).
     HEADLINE_ACTIONS = ("step", "step_other", "toggle_split", "toggle_diff", "toggle_passes", "sass_listing",
-                        "activate")
+                        "toggle_changed", "cycle_pass_view", "recompute", "activate")
 
     def __init__(self, bundle: Bundle, kernel: Kernel) -> None:
         super().__init__()
