@@ -416,3 +416,23 @@ def test_r_over_the_passes_says_it_recomputes_and_the_pass_keys_are_in_the_foote
         assert any("recomputing the passes" in m for m in said), said
 
     drive(GPU_FIXTURES / "add_relu_passes", steps)
+
+
+def test_a_key_typed_right_after_a_pane_key_goes_to_the_pane_shown():
+    from textual import events
+
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def steps(pilot, app):
+        table = app.screen.query_one(KernelTable)
+        first = table.cursor_row
+        await pilot.press("7")
+        # "1" and "↓" in one burst, as a fast typist's terminal delivers them: the ↓ is queued before
+        # anything "1" schedules.
+        app.post_message(events.Key("1", "1"))
+        app.post_message(events.Key("down", None))
+        await pilot.pause(0.5)
+        assert isinstance(app.focused, KernelTable)
+        assert table.cursor_row == first + 1, "the ↓ went to the Info pane"
+
+    drive(GPU_FIXTURES / "gpt2", steps)

@@ -209,11 +209,15 @@ class ExplorerScreen(Screen):
         self.active_pane = pane_id
         self._show_active()
         if focus:
-            self.query_one(f"#{pane_id}").focus()
+            # Now, not a message later (widget.focus() defers): a key typed right after 1-7 arrives before
+            # that message and went to the pane left (7, 1, ↓ moved the Info pane's cursor).
+            self.set_focus(self.query_one(f"#{pane_id}"))
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _pane_tab(self, event: Tabs.TabActivated) -> None:
         event.stop()
+        if event.tab.id != self.query_one("#pane-tabs", Tabs).active:
+            return  # a switch overtaken by a later key (7 then 1): acting on it would steal the focus back
         pane_id = event.tab.id.removeprefix("tab-")
         if pane_id != self.active_pane:
             self._activate(pane_id, focus=self.layout_mode != "wide")
