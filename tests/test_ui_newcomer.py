@@ -436,3 +436,16 @@ def test_a_key_typed_right_after_a_pane_key_goes_to_the_pane_shown():
         assert table.cursor_row == first + 1, "the ↓ went to the Info pane"
 
     drive(GPU_FIXTURES / "gpt2", steps)
+
+
+@pytest.mark.parametrize("pane", ["1", "2", "3", "4", "5", "7"])
+def test_the_footer_at_80x24_shows_the_focused_panes_keys_then_help_then_the_tools(pane):
+    async def steps(pilot, app):
+        await pilot.press(pane)
+        await pilot.pause(0.3)
+        keys = [k for k in app.screen.query("FooterKey") if k.region.area and k.region.right <= NARROW[0]]
+        shown = [k.key_display for k in keys]
+        own = ["⏎", "y", "/"] if pane == "1" else ["⏎", "/", "m", "y"]
+        assert shown[:len(own) + 4] == [*own, "?", "p", "b", "d"], shown
+
+    drive(GPU_FIXTURES / "gpt2", steps)

@@ -51,7 +51,7 @@ class KernelsPane(Pane):
     pane_id, pane_title, pane_key = "kernels", "Kernels", "1"
 
     BINDINGS = [
-        Binding("slash", "search", "Find kernel"),
+        Binding("slash", "search", "Find"),
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Prev match", show=False),
     ]

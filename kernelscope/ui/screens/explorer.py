@@ -27,7 +27,8 @@ from kernelscope.ui.summary import title_line
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.compositing import SparseCompositor
 from kernelscope.ui.widgets.kernel_table import KernelTable
-from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
+from kernelscope.ui.footer_order import focused_chain, pane_keys_first
+from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.xref import BundleIndex
 from kernelscope.units import plural
@@ -83,12 +84,13 @@ class ExplorerScreen(Screen):
         *[Binding(cls.pane_key, f"show_pane('{cls.pane_id}')", cls.pane_title, show=False) for cls in PANES],
     ]
 
-    # The footer shows these first, before the focused pane's keys: at 80 columns only five or six fit.
+    # The footer shows the focused pane's keys first, then ? (every key), then these: at 80 columns
+    # only six or seven fit.
     HEADLINE_ACTIONS = ("pipeline", "bench", "diff")
 
     @property
     def active_bindings(self):
-        return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
+        return pane_keys_first(super().active_bindings, focused_chain(self, Pane), self.HEADLINE_ACTIONS)
 
     # The selection, (graph, kernel): every pane shows it (see watch_selection). No repaint of its own:
     # a repaint of the screen recomposites every cell of it (a full update) on each key; the panes
@@ -149,7 +151,8 @@ class ExplorerScreen(Screen):
         # table posts comes after the frame that drew the moved cursor, and the panes would redraw in a
         # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
-        await self.mount(KeyFooter())
+        # Narrow, the footer's room goes to keys: ^p palette (12 columns) is listed by ? with the rest.
+        await self.mount(KeyFooter(show_command_palette=self.layout_mode == "wide"))
         self._lexing = self.set_interval(LEX_AHEAD_EVERY, self._lex_ahead)
         self.set_interval(1.0, self.move_gc.idle_tick)
 
@@ -188,6 +191,10 @@ class ExplorerScreen(Screen):
             return  # mount, resize and resume all land here; only a change of layout needs work
         self._set_layout_mode(mode)
         self._show_active()
+        for footer in self.query(KeyFooter):
+            if footer.show_command_palette != (mode == "wide"):
+                footer.show_command_palette = mode == "wide"
+                footer.call_after_refresh(footer.recompose)
 
     def _pane_classes(self, pane_id: str) -> list[str]:
         pinned = "kernels" if self.active_pane == "source" else "source"

@@ -63,7 +63,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Prev match", show=False),
-        Binding("m", "next_mark(1)", "Next mark"),
+        Binding("m", "next_mark(1)", "Mark"),  # short: the footer at 80 columns (M: previous)
         Binding("M", "next_mark(-1)", "Prev mark", show=False),
         Binding("y", "copy", "Copy"),
     ]

@@ -47,7 +47,7 @@ class KernelTable(StableScrollbars, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
     BINDINGS = [
-        Binding("enter", "open_kernel", "Kernel source"),
+        Binding("enter", "open_kernel", "Kernel"),  # short: the footer at 80 columns
         Binding("y", "copy", "Copy"),
         # DataTable's home/end move to the first/last column; a row list has one that matters.
         Binding("home,g", "scroll_top", "First kernel", show=False),
