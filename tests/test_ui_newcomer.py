@@ -449,3 +449,64 @@ def test_the_footer_at_80x24_shows_the_focused_panes_keys_then_help_then_the_too
         assert shown[:len(own) + 4] == [*own, "?", "p", "b", "d"], shown
 
     drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_recent_captures_tell_captures_apart_and_list_cli_captures_made_with_o(tmp_path):
+    import json
+    import os
+    import shutil
+    import time
+
+    from kernelscope.ui.paths import capture_summary, recent_captures, remember_capture
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(TWO_CALLS, a)
+    shutil.copytree(TWO_CALLS, b)
+    data = json.loads((b / "bundle.json").read_text())
+    data["target"]["calls"] = [["f32[32]", "f32[32]"]]
+    (b / "bundle.json").write_text(json.dumps(data))
+    (b / data["source"]["path"]).write_text("def add_relu(a, b):\n    return (a * b).relu()\n")
+    os.utime(a / "bundle.json", (time.time() - 5, time.time() - 5))
+    remember_capture(a)
+    remember_capture(b)
+    found = recent_captures()
+    assert found == [b, a]
+    rows = [capture_summary(p) for p in found]
+    assert rows[0] != rows[1]
+    assert "f32[32], f32[32]" in rows[0] and "f32[64], f32[64]; f32[128], f32[128]" in rows[1], rows
+    assert rows[0].split("src ")[1][:4] != rows[1].split("src ")[1][:4], rows
+
+    async def run():
+        app = make_app()
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            recent = app.screen.query_one("#recent", OptionList)
+            assert [str(o) for o in option_texts(recent)] == rows
+
+    asyncio.run(run())
+
+
+def test_the_cli_capture_ticks_while_it_compiles():
+    import io
+    import time
+
+    from kernelscope.commands.ticker import Ticker
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    ticker = Ticker(out, every=0.05)
+    ticker.event("  compile   torch.compile(mode=default) first call", "compile")
+    time.sleep(0.3)
+    ticker.event("  collect   collecting artifacts", "collect")
+    text = out.getvalue()
+    assert "compile running: 0 s" in text and text.endswith("\r\x1b[K  collect   collecting artifacts\n"), text
+
+    log = io.StringIO()  # to a file: a line now and then, no carriage returns
+    ticker = Ticker(log, every=0.05)
+    ticker.event("  compile   first call", "compile")
+    time.sleep(0.2)
+    ticker.stop()
+    assert "  …         compile still running: 0 s\n" in log.getvalue() and "\r" not in log.getvalue()
