@@ -510,3 +510,15 @@ def test_the_cli_capture_ticks_while_it_compiles():
     time.sleep(0.2)
     ticker.stop()
     assert "  …         compile still running: 0 s\n" in log.getvalue() and "\r" not in log.getvalue()
+
+
+def test_the_line_column_names_the_file_in_a_module_over_two_files():
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def steps(pilot, app):
+        table = app.screen.query_one(KernelTable)
+        cells = [str(c) for c in table.get_column("line")]
+        assert cells and all(c == "-" or ".py:" in c for c in cells), cells
+        assert any(c.startswith("blocks.py:") for c in cells), cells
+
+    drive(GPU_FIXTURES / "tiny_gpt", steps)

@@ -76,6 +76,7 @@ class KernelTable(StableScrollbars, DataTable):
         self.fed_ids: set[str] = set()
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
+        self._files_of_lines = 0  # how many files the kernels' user lines are in
         self._lines: Kept[tuple, Strip] = Kept(512)  # see render_line
         self._plain_cells: Kept[tuple, tuple] = Kept(1024)  # see _render_cell
 
@@ -94,6 +95,7 @@ class KernelTable(StableScrollbars, DataTable):
         self.kernels = {k.id: k for k in kernels_in_order}
         self.graphs = {g.id: g for g in bundle.graphs}
         self._row_ids = []
+        self._files_of_lines = len({u.file for k in kernels_in_order for u in k.user_lines})
         multi = len(bundle.graphs) > 1
         for g in bundle.graphs:
             ks = [k for k in kernels_in_order if k.graph == g.id]
@@ -232,7 +234,11 @@ class KernelTable(StableScrollbars, DataTable):
         return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
 
     def _cells(self, k: Kernel) -> list:
-        lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
+        if self._files_of_lines > 1:  # a module over several files: a number alone does not say which
+            lines = ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines[:1]) + (
+                "…" if len(k.user_lines) > 1 else "")
+        else:
+            lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
         name = self._name_cell(k)
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
         return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, moved_cell(k, self._graph_of(k)),
