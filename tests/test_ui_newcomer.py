@@ -522,3 +522,15 @@ def test_the_line_column_names_the_file_in_a_module_over_two_files():
         assert any(c.startswith("blocks.py:") for c in cells), cells
 
     drive(GPU_FIXTURES / "tiny_gpt", steps)
+
+
+def test_the_info_pane_shows_what_the_users_function_printed():
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    async def steps(pilot, app):
+        await pilot.press("7")
+        await pilot.pause()
+        text = app.screen.query_one("#info", CodeView).text
+        assert "── your function printed (logs/stdout.txt) ──\nshape torch.Size([1024])" in text, text
+
+    drive(GPU_FIXTURES / "graph_break", steps)

@@ -174,8 +174,25 @@ def capture_info(b: Bundle) -> str:
         out.append("")
         out.append("── autotune ──")
         out += autotune_lines(b, limit=6)
+    printed = printed_lines(b)
+    if printed:
+        out += ["", f"── your function printed ({b.files.get('stdout')}) ──", *printed]
     if b.notes:
         out.append("")
         out += [f"note: {n}" for n in b.notes]
     out += ["", f"bundle      {b.root}"]
     return "\n".join(out) + "\n"
+
+
+def printed_lines(b: Bundle, limit: int = 40) -> list[str]:
+    """What the user's function printed (the capture's stdout), the first ``limit`` lines: a print()
+    that caused a graph break, or the user's own debugging, seen where the capture is read."""
+    from kernelscope.bundle.io import BundleError, printable, read_text
+
+    try:
+        text = read_text(b, b.files.get("stdout")) if b.root else ""
+    except BundleError:
+        return []
+    lines = printable(text).splitlines()
+    more = [f"… {len(lines) - limit} more lines: kernelscope show BUNDLE --artifact stdout"] if len(lines) > limit else []
+    return lines[:limit] + more
