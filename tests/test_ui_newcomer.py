@@ -534,3 +534,28 @@ def test_the_info_pane_shows_what_the_users_function_printed():
         assert "── your function printed (logs/stdout.txt) ──\nshape torch.Size([1024])" in text, text
 
     drive(GPU_FIXTURES / "graph_break", steps)
+
+
+def test_the_editor_and_diff_titles_keep_what_tells_them_apart_at_80_columns(tmp_path):
+    import shutil
+
+    from kernelscope.bundle.io import read_bundle
+    from kernelscope.ui.screens.editor import EditorScreen
+    from kernelscope.ui.screens.tools import DiffScreen
+
+    async def steps(pilot, app):
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, EditorScreen)
+        title = app.screen.query_one("#summary").render()
+        assert str(title).startswith("Editing add_relu · a scratch copy of add_relu.py"), title
+        await pilot.press("escape")
+        await pilot.pause()
+        before = tmp_path / "static-two-calls"
+        shutil.copytree(TWO_CALLS, before)
+        app.push_screen(DiffScreen(read_bundle(before), read_bundle(TWO_CALLS)))
+        await pilot.pause()
+        shown = str(app.screen.query_one("#summary").render())[:80]
+        assert shown.startswith("Diff: A static-two-calls → B add_relu_two_calls"), shown
+
+    drive(GPU_FIXTURES / "add_relu", steps)

@@ -18,6 +18,10 @@ from kernelscope.ui.widgets.key_footer import headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
 
 
+def _folder_name(bundle: Bundle) -> str:
+    return str(bundle.root).rstrip("/").rsplit("/", 1)[-1] or str(bundle.root)
+
+
 class ToolScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
 
@@ -84,7 +88,9 @@ class DiffScreen(ToolScreen):
     def __init__(self, before: Bundle, after: Bundle) -> None:
         super().__init__()
         self.before, self.after = before, after
-        self.title_text = f"Diff: {before.root}  →  {after.root}"
+        # The two captures' folder names first (what tells them apart), their full paths after.
+        self.title_text = (f"Diff: A {_folder_name(before)} → B {_folder_name(after)}   "
+                           f"({before.root} → {after.root})")
 
     def body(self) -> ComposeResult:
         try:
