@@ -559,3 +559,21 @@ def test_the_editor_and_diff_titles_keep_what_tells_them_apart_at_80_columns(tmp
         assert shown.startswith("Diff: A static-two-calls → B add_relu_two_calls"), shown
 
     drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_diff_of_static_and_dynamic_two_call_captures_matches_the_symbolic_kernels():
+    out = kernelscope_cmd("diff", str(TWO_CALLS), str(CPU_FIXTURES / "add_relu_two_calls_dynamic")).stdout
+    assert "kernels: 0 replaced, 0 changed, 0 added, 1 removed, 1 same" in out, out
+    assert "recompiles                  1           0  *" in out, out
+
+    async def steps(pilot, app):
+        from kernelscope.bundle.io import read_bundle
+        from kernelscope.ui.screens.tools import DiffScreen
+
+        await app.push_screen(DiffScreen(read_bundle(TWO_CALLS), read_bundle(CPU_FIXTURES / "add_relu_two_calls_dynamic")))
+        await pilot.pause(0.5)
+        await _wait(pilot, lambda: "kernels 2 -> 1" in str(app.screen.query_one("#diff-summary").render()), 10)
+        summary = str(app.screen.query_one("#diff-summary").render())
+        assert "recompiles 1 -> 0" in summary and "1 same" in summary, summary
+
+    drive(TWO_CALLS, steps)

@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Static, Tab, Tabs
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.ui.footer_order import focused_chain, pane_keys_first
 from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
@@ -27,7 +28,6 @@ from kernelscope.ui.summary import title_line
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.compositing import SparseCompositor
 from kernelscope.ui.widgets.kernel_table import KernelTable
-from kernelscope.ui.footer_order import focused_chain, pane_keys_first
 from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.xref import BundleIndex

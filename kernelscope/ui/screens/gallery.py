@@ -14,10 +14,10 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.footer_order import pane_keys_first
 from kernelscope.ui.messages import CaptureRequested, EditRequested, OpenAnything, OpenBundle, RecompileRequested
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
-from kernelscope.ui.footer_order import pane_keys_first
 from kernelscope.ui.widgets.key_footer import KeyFooter
 
 
