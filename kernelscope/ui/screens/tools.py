@@ -31,7 +31,7 @@ class ToolScreen(Screen):
         yield Static(self.title_text, id="summary", markup=False)
         yield from self.body()
         yield SearchBar(id="search")
-        yield Footer()
+        yield Footer(show_command_palette=self.app.size.width >= 120)  # narrow: the room goes to keys (? lists it)
 
     @on(CodeView.SearchRequested)
     def _search(self, event: CodeView.SearchRequested) -> None:
@@ -49,7 +49,7 @@ class ToolScreen(Screen):
 class PipelineScreen(ToolScreen):
     # The footer shows the pipeline's keys first, before the focused pane's (search, marks, copy).
     HEADLINE_ACTIONS = ("step", "step_other", "toggle_split", "toggle_diff", "toggle_passes", "sass_listing",
-                        "toggle_changed", "cycle_pass_view", "recompute", "activate")
+                        "toggle_changed", "cycle_pass_view", "recompute", "activate", "keys")
 
     def __init__(self, bundle: Bundle, kernel: Kernel) -> None:
         super().__init__()
