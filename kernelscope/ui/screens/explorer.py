@@ -191,10 +191,8 @@ class ExplorerScreen(Screen):
             return  # mount, resize and resume all land here; only a change of layout needs work
         self._set_layout_mode(mode)
         self._show_active()
-        for footer in self.query(KeyFooter):
-            if footer.show_command_palette != (mode == "wide"):
-                footer.show_command_palette = mode == "wide"
-                footer.call_after_refresh(footer.recompose)
+        for footer in self.query(KeyFooter):  # shown from the footer's next rebuild (its keys change often)
+            footer.set_reactive(KeyFooter.show_command_palette, mode == "wide")
 
     def _pane_classes(self, pane_id: str) -> list[str]:
         pinned = "kernels" if self.active_pane == "source" else "source"
