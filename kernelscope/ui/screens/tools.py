@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kernelscope.bundle.model import Bundle, Kernel
+from kernelscope.ui.footer_order import pane_keys_first
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.key_footer import headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
@@ -26,6 +27,11 @@ class ToolScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
 
     title_text = ""
+
+    @property
+    def active_bindings(self):
+        # The focused view's keys, then ? (every key): at 80 columns the footer cuts the rest.
+        return pane_keys_first(super().active_bindings, {self.focused} if self.focused else set())
 
     def compose(self) -> ComposeResult:
         yield Static(self.title_text, id="summary", markup=False)
@@ -58,7 +64,7 @@ class PipelineScreen(ToolScreen):
 
     @property
     def active_bindings(self):
-        return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
+        return headline_first(Screen.active_bindings.fget(self), self.HEADLINE_ACTIONS)  # its own order, not ToolScreen's
 
     def body(self) -> ComposeResult:
         try:
