@@ -42,6 +42,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile", action="store_true",
                    help="where the compile time went: per graph, phase and kernel (compile + autotune)")
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
+    p.add_argument("--guards", action="store_true",
+                   help="list every guard of each compile (the summary counts them by kind)")
 
 
 def summary_dict(b: Bundle) -> dict[str, Any]:
@@ -136,6 +138,27 @@ def guard_lines(b: Bundle, limit: int = 120) -> list[str]:
                 text = text if len(text) <= limit else text[: limit - 1] + "…"
                 where = f"  [{base(x['file'])}:{x['line']}]" if x.get("line") else ""
                 out.append(f"    {x.get('kind', '')}: {text}{where}")
+    return out
+
+
+def guard_summary_lines(b: Bundle, example: int = 60) -> list[str]:
+    """Each compile's guards by group and kind, with a count and one example each: a model guards
+    every parameter (hundreds of lines); ``show --guards`` prints them all."""
+    from collections import Counter
+
+    out = []
+    for g in _compiles(b):
+        if not g.guards:
+            continue
+        out.append(f"guards of {g.compile_id} ({g.id}): {len(g.guards)} (`kernelscope show --guards` lists each)")
+        groups = Counter(x.get("group", "other") for x in g.guards)
+        for grp, n in groups.items():
+            mine = [x for x in g.guards if x.get("group", "other") == grp]
+            kinds = Counter(x.get("kind", "") or "?" for x in mine)
+            text = mine[0].get("text", "")
+            text = text if len(text) <= example else text[: example - 1] + "…"
+            out.append(f"  {grp} {n}: " + ", ".join(f"{kind} {c}" for kind, c in kinds.items())
+                       + (f"; e.g. {text}" if text else ""))
     return out
 
 
@@ -240,7 +263,7 @@ def file_name(b: Bundle, file: str) -> str:
     return entry["name"] if entry else base_name(file)
 
 
-def summary_text(b: Bundle, launches_too: bool = False) -> str:
+def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False) -> str:
     out: list[str] = []
     t = b.target
     env = b.environment
@@ -322,7 +345,7 @@ def summary_text(b: Bundle, launches_too: bool = False) -> str:
         for r in b.recompiles:
             out.append(f"  {base_name(r.file)}:{r.line}: {r.reason}")
             out += failed_guard_lines(r, prefix="      ")
-    for section in (symbol_lines(b), guard_lines(b)):
+    for section in (symbol_lines(b), guard_lines(b) if all_guards else guard_summary_lines(b)):
         if section:
             out.append("")
             out += section
@@ -399,5 +422,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary_dict(b), indent=1))
     else:
-        sys.stdout.write(printable(summary_text(b, launches_too=getattr(args, "launches", False))))
+        sys.stdout.write(printable(summary_text(b, launches_too=getattr(args, "launches", False),
+                                                all_guards=getattr(args, "guards", False))))
     return 0

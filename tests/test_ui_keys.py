@@ -152,7 +152,9 @@ def test_the_footer_at_80x24_shows_pipeline_bench_and_diff():
         await pilot.pause(0.2)
         keys = [k for k in app.screen.query("FooterKey") if k.region.area]
         shown = [(k.key_display, k.description) for k in keys if k.region.right <= NARROW[0]]
-        assert shown[:3] == [("p", "Pipeline"), ("b", "Bench"), ("d", "Diff")], shown
+        # The focused kernel table's keys first, then ? (every key), then pipeline, bench and diff (issue 23).
+        assert shown[:7] == [("⏎", "Kernel"), ("y", "Copy"), ("/", "Find"), ("?", "Keys"), ("p", "Pipeline"),
+                             ("b", "Bench"), ("d", "Diff")], shown
 
     drive(GPU_FIXTURES / "softmax", steps, NARROW)
 

@@ -3,34 +3,45 @@ classification of an exception a target, its import or torch.compile raised. Imp
 
 from __future__ import annotations
 
+import linecache
 import re
 import traceback
 from pathlib import Path
 
 import torch
 
+from kernelscope.bundle.model import GraphBreak
 from kernelscope.capture import torch_hooks
 
 
 class CaptureFailure(Exception):
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, graph_break: GraphBreak | None = None):
         from kernelscope.textsafe import one_line
 
         message = one_line(message, 1000)  # the user's exception text reaches the terminal: no escapes
         super().__init__(message)
         self.kind = kind
         self.message = message
+        # The break that failed a --fullgraph compile: Dynamo raises it instead of logging it, so the
+        # trace has no graph_break record and the bundle gets it from here.
+        self.graph_break = graph_break
+
+
+def user_line(exc: BaseException, path: str) -> int | None:
+    """The innermost line in the user's file, from the traceback or, for Dynamo's errors (raised
+    outside the user's frames), from the "from user code" text."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    if frames:
+        return frames[-1].lineno
+    lines = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
+    mine = [int(n) for f, n in lines if f == path]
+    return mine[-1] if mine else None
 
 
 def user_frame(exc: BaseException, path: str) -> str:
-    """" (at file.py:LINE)" for the innermost frame in the user's file, from the traceback or, for
-    Dynamo's errors (raised outside the user's frames), from the "from user code" text."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-    if frames:
-        return f" (at {Path(path).name}:{frames[-1].lineno})"
-    lines = re.findall(r'File "([^"]+)", line (\d+)', str(exc))
-    mine = [int(n) for f, n in lines if f == path]
-    return f" (at {Path(path).name}:{mine[-1]})" if mine else ""
+    """" (at file.py:LINE)" for the innermost frame in the user's file (see user_line)."""
+    line = user_line(exc, path)
+    return f" (at {Path(path).name}:{line})" if line else ""
 
 
 def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailure:
@@ -54,8 +65,11 @@ def classify(exc: BaseException, user_file: str, options: dict) -> CaptureFailur
             break
         chain.append(nxt)
     if torch_hooks.is_graph_break(exc) and options.get("fullgraph"):
-        return CaptureFailure("graph_break", f"graph break under --fullgraph: {_graph_break_line(text)}"
-                              f"{user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph")
+        line = user_line(exc, user_file)
+        gb = GraphBreak(reason=_graph_break_line(text), detail=text, file=user_file if line else "", line=line,
+                        code=linecache.getline(user_file, line).strip() if line else "")
+        return CaptureFailure("graph_break", f"graph break under --fullgraph: {gb.reason}"
+                              f"{user_frame(exc, user_file)}; drop --fullgraph to let Dynamo split the graph", gb)
     if torch_hooks.from_inductor(exc):
         inner = chain[-1]
         lines = [x.strip() for x in str(inner).strip().split("\n") if x.strip()]

@@ -387,6 +387,8 @@ def _finish(spec: CaptureSpec, bundle, work, staging, events, counter, timings, 
         bundle.status = "failed"
         bundle.error = failure.message
         bundle.error_kind = failure.kind
+        if failure.graph_break is not None and not bundle.graph_breaks:
+            bundle.graph_breaks.append(failure.graph_break)
     if device != "cuda":
         bundle.notes.append(f"Triton stages absent: the capture ran on {device}, where Inductor emits C++ kernels")
     save_manifest(bundle, staging)

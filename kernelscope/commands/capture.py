@@ -31,6 +31,9 @@ def run(args: argparse.Namespace) -> int:
     spec = spec_from_args(args, target)
     out = Path(args.out) if args.out else default_out(target)
     quiet = args.quiet
+    from kernelscope.commands.ticker import Ticker
+
+    ticker = Ticker(sys.stderr)
 
     def progress(event: dict) -> None:
         if quiet:
@@ -41,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         counts = ""
         if "kernels" in event:
             counts = f" [{plural(event.get('graphs', 0), 'graph')}, {plural(event.get('kernels', 0), 'kernel')}]"
-        print(f"  {phase:<9} {event.get('message', '')}{counts}", file=sys.stderr, flush=True)
+        ticker.event(f"  {phase:<9} {event.get('message', '')}{counts}", phase)
 
     capture = Capture(spec, out, replace=args.force, on_event=progress)
     try:
@@ -49,9 +52,16 @@ def run(args: argparse.Namespace) -> int:
     except CaptureError as exc:
         raise UsageError(str(exc)) from exc
     except KeyboardInterrupt:
+        ticker.stop()
         capture.cancel()
         print("kernelscope: capture cancelled; nothing was written", file=sys.stderr)
         return 130
+    finally:
+        ticker.stop()
+    if result.out is not None:
+        from kernelscope.ui.paths import remember_capture
+
+        remember_capture(out)  # the gallery's recent captures list -o folders too
     if result.status == "ok":
         b = result.bundle
         n_tr = sum(1 for k in b.kernels if k.lang == "triton")

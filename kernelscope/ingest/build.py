@@ -233,6 +233,11 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
         k.fx_nodes = _dedupe(k.fx_nodes + info.fx_nodes)
         k.fx_nodes_pre = _dedupe(k.fx_nodes_pre + info.fx_nodes_pre)
         aten = launch.comment_aten or (kdef.comment_aten if kdef else [])
+        library_nodes = [n for n in info.fx_nodes if n in post_nodes and _is_extern_op(post_nodes[n].target)]
+        if k.lang == "extern" and library_nodes:
+            # Above a library call Inductor's comment lists every op up the chain that feeds it (an addmm
+            # after a layer norm: aten.embedding ... aten.native_layer_norm); the call runs its library op.
+            aten = [_aten_of(post_nodes[n].target) for n in library_nodes]
         if not aten:
             aten = [_aten_of(post_nodes[n].target) for n in k.fx_nodes if n in post_nodes]
         k.aten_ops = _dedupe(k.aten_ops + [a for a in aten if a])
@@ -276,6 +281,10 @@ _EXTERN_OPS = ("aten.mm.", "aten.addmm.", "aten.bmm.", "aten.baddbmm.", "aten.co
                "aten._scaled_dot_product")
 
 
+def _is_extern_op(target: str) -> bool:
+    return any(op in target for op in _EXTERN_OPS)
+
+
 def _nodes_from_stack_lines(graph: Graph, bundle: Bundle, p: _GraphParts, post_nodes: dict[str, fx.FxNode],
                             code: Any, raw: RawCapture) -> None:
     """A generated kernel with no fused nodes from either source (a CPU backward graph: its provenance node
@@ -295,7 +304,7 @@ def _nodes_from_stack_lines(graph: Graph, bundle: Bundle, p: _GraphParts, post_n
             continue
         nodes = [n.name for n in post_nodes.values()
                  if n.user and any(line == n.user.line and fx.same_file(file, n.user.file) for file, line in lines)
-                 and n.name not in claimed and not any(op in n.target for op in _EXTERN_OPS)
+                 and n.name not in claimed and not _is_extern_op(n.target)
                  and "torch.ops." in n.target]
         if nodes:
             k.fx_nodes = nodes

@@ -11,7 +11,7 @@ from kernelscope.bundle.artifacts import stage_order
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
-from kernelscope.show import cudagraph_line, failed_guard_lines, guard_lines, symbol_lines
+from kernelscope.show import cudagraph_line, failed_guard_lines, guard_summary_lines, symbol_lines
 from kernelscope.units import base_name, fmt_bytes, plural
 
 REPORT_VERSION = 1
@@ -120,6 +120,8 @@ def report_data(b: Bundle) -> dict[str, Any]:
             "function": t.get("name", ""),
             "where": where(t.get("file", ""), t.get("first_line")),
             "inputs": list(t.get("inputs", []) or []),
+            # Every call's inputs (--args "A; B"): a report that names only the first hides the recompile.
+            "calls": [list(c) for c in t.get("calls") or [] if isinstance(c, list)],
         },
         "options": dict(b.options),
         "environment": dict(b.environment),
@@ -142,7 +144,7 @@ def report_data(b: Bundle) -> dict[str, Any]:
         "recompiles": [{"where": where(r.file, r.line), "reason": r.reason, "compile_id": r.compile_id,
                         "failed_guard": dict(r.guard)} for r in b.recompiles],
         # Plain-text sections shared by the Markdown and HTML renderings (the same lines `show` prints).
-        "dynamic_text": {"symbols": symbol_lines(b), "guards": guard_lines(b, limit=100),
+        "dynamic_text": {"symbols": symbol_lines(b), "guards": guard_summary_lines(b),
                          "failed_guards": [failed_guard_lines(r) for r in b.recompiles],
                          "cudagraphs": cudagraph_line(b)},
         "autotune": [{"op": a.op, "dtypes": a.dtypes,
@@ -222,7 +224,9 @@ def summary_facts(data: dict[str, Any], code: Callable[[Any], str], text: Callab
     facts: list[tuple[str, str]] = []
     if t["function"]:
         facts.append(("Target", code(t["function"]) + (f" at {code(t['where'])}" if t["where"] else "")
-                      + (f", inputs {', '.join(code(i) for i in t['inputs'])}" if t["inputs"] else "")))
+                      + (f", {len(t['calls'])} calls with inputs "
+                         + "; ".join(", ".join(code(i) for i in c) for c in t["calls"]) if len(t.get("calls") or []) > 1
+                         else f", inputs {', '.join(code(i) for i in t['inputs'])}" if t["inputs"] else "")))
     elif t["spec"]:
         facts.append(("Target", code(t["spec"])))
         functions: list[str] = []

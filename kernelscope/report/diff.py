@@ -17,6 +17,7 @@ from typing import Any
 from kernelscope.bundle.artifacts import DIFF_STAGES
 from kernelscope.bundle.io import clip_text, read_text
 from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant
+from kernelscope.bundle.symbolic import is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.report.normalise import normalise_text, rename_kernel
 from kernelscope.units import fmt_bytes
@@ -144,17 +145,20 @@ def _match(a: Bundle, b: Bundle, pairs: list[tuple[Graph, Graph]]) -> list[tuple
     groups: list[tuple[list[Kernel], list[Kernel]]] = []
     partner = {ga.id: gb.id for ga, gb in pairs}
 
-    def take_same_name(same_graph: bool) -> None:
+    def take_same_name(same_graph: bool, same_sizes: bool) -> None:
         for ka in list(left_a):
             for kb in left_b:
-                if kb.name == ka.name and (not same_graph or partner.get(ka.graph) == kb.graph):
+                if kb.name == ka.name and (not same_graph or partner.get(ka.graph) == kb.graph) \
+                        and (not same_sizes or is_symbolic(ka) == is_symbolic(kb)):
                     groups.append(([ka], [kb]))
                     left_a.remove(ka)
                     left_b.remove(kb)
                     break
 
-    take_same_name(True)
-    take_same_name(False)
+    # A kernel of symbolic sizes first meets its symbolic namesake: static two calls recompile into a
+    # dynamic graph, and that one is the --dynamic capture's kernel, not the first call's static one.
+    for same_graph, same_sizes in ((True, True), (False, True), (True, False), (False, False)):
+        take_same_name(same_graph, same_sizes)
     # Connected components of "fused some of the same nodes", within paired graphs.
     for ga, gb in pairs:
         ka_list = [k for k in left_a if k.graph == ga.id]

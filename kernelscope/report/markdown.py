@@ -63,6 +63,18 @@ def bench_rows(bench: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
+def _bytes_cell(k: dict[str, Any], key: str, per_call_key: str) -> str:
+    """Bytes per launch; a symbolic kernel's per call of its graph (one value or the range), never `?`
+    where the calls' sizes give them."""
+    if k[key] is not None:
+        return fmt_bytes(k[key])
+    known = [c[per_call_key] for c in k.get("bytes_per_call") or [] if c.get(per_call_key) is not None]
+    if not known:
+        return fmt_bytes(None)
+    lo, hi = min(known), max(known)
+    return (fmt_bytes(lo) if lo == hi else f"{fmt_bytes(lo)}–{fmt_bytes(hi)}") + " per call"
+
+
 def _dynamic_sections(dyn: dict[str, Any]) -> list[str]:
     """The Symbols and Guards sections and the CUDA graphs line, as `show` prints them."""
     out: list[str] = []
@@ -119,7 +131,8 @@ def render_markdown(data: dict[str, Any]) -> str:
             row = [str(i)] + ([code(k["graph"])] if many_graphs else [])
             row += [name, cell(k["kind"]), _nodes(k["fused_nodes"]),
                     ", ".join(code(u["where"]) for u in k["user_lines"]),
-                    ("<= " if k.get("bytes_bound") else "") + fmt_bytes(k["bytes_read"]), fmt_bytes(k["bytes_written"])]
+                    ("<= " if k.get("bytes_bound") else "") + _bytes_cell(k, "bytes_read", "read"),
+                    _bytes_cell(k, "bytes_written", "written")]
             if timed:
                 row.append(fmt_ms(k.get("time_ms")))
             rows.append(row)

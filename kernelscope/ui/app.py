@@ -58,6 +58,7 @@ class KernelscopeApp(App):
         # A talk: one key steps (check_action lets them through when no talk runs or an input has focus).
         Binding("space,right", "talk_step(1)", "Next step", show=False, priority=True),
         Binding("left", "talk_step(-1)", "Previous step", show=False, priority=True),
+        Binding("q", "talk_quit", "End the talk", show=False, priority=True),  # in a talk only (check_action)
     ]
 
     # Presentation mode (P, --big): the explorer watches it for its two-big-panes layout.
@@ -263,10 +264,12 @@ class KernelscopeApp(App):
             self.pop_screen()
             return
         big = self.presentation_for(self.screen)
-        self.presentation = True
-        if big is None:
-            self.notify("presentation mode on: a capture you open shows big (P again to leave)", timeout=3)
+        if big is None:  # nothing to show big here (the gallery): P turns the mode on and off
+            self.presentation = not self.presentation
+            self.notify("presentation mode on: a capture you open shows big (P again: off)" if self.presentation
+                        else "presentation mode off", timeout=3)
             return
+        self.presentation = True
         self.push_screen(big)
 
     def presentation_for(self, screen):
@@ -327,10 +330,11 @@ class KernelscopeApp(App):
         if self.talk is None:
             return "", ""
         step = self.talk.steps[self.talk_index]
-        return f"{self.talk_index + 1}/{len(self.talk.steps)} · {step.title}", step.note
+        last = "   (the last step: q ends the talk)" if self.talk_index == len(self.talk.steps) - 1 else ""
+        return f"{self.talk_index + 1}/{len(self.talk.steps)} · {step.title}{last}", step.note
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "talk_step":
+        if action in ("talk_step", "talk_quit"):
             from textual.screen import ModalScreen
             from textual.widgets import Input
 
@@ -343,10 +347,14 @@ class KernelscopeApp(App):
             return
         n = self.talk_index + delta
         if not 0 <= n < len(self.talk.steps):
-            self.notify("end of the talk (← back)" if n >= len(self.talk.steps) else "first step (space: next)",
-                        timeout=2)
+            self.notify("that was the last step: q ends the talk, ← goes back" if n >= len(self.talk.steps)
+                        else "this is the first step (space: next)", timeout=4)
             return
         await self.talk_show(n)
+
+    async def action_talk_quit(self) -> None:
+        """q in a talk ends it from any step (outside a talk, q is each screen's own back)."""
+        await self.action_quit()
 
     async def talk_show(self, n: int) -> None:
         """Open step N: its capture, at its pane, with its title and note."""

@@ -41,20 +41,55 @@ def screenshots_dir() -> Path:
     return folder
 
 
+REMEMBERED = "captured-elsewhere.txt"  # bundle folders `kernelscope capture -o DIR` wrote, one a line
+
+
+def remember_capture(folder: Path, keep: int = 50) -> None:
+    """Note a CLI capture's folder so the gallery lists it with the UI's own; a cache that cannot be
+    written loses only this note."""
+    note = cache_dir() / REMEMBERED
+    try:
+        known = [line for line in note.read_text(encoding="utf-8").splitlines() if line] if note.is_file() else []
+        here = str(Path(folder).resolve())
+        known = [line for line in known if line != here][-(keep - 1):] + [here]
+        note.parent.mkdir(parents=True, exist_ok=True)
+        note.write_text("\n".join(known) + "\n", encoding="utf-8")
+    except OSError:
+        pass
+
+
 def recent_captures(limit: int = 20) -> list[Path]:
-    """Bundles the UI captured, newest first."""
+    """Bundles the UI captured and those the CLI wrote with -o, newest first."""
     folder = cache_dir() / "captures"
-    if not folder.is_dir():
-        return []
-    found = [p for p in folder.iterdir() if (p / "bundle.json").is_file()]
-    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    found = [p for p in folder.iterdir() if (p / "bundle.json").is_file()] if folder.is_dir() else []
+    note = cache_dir() / REMEMBERED
+    try:
+        elsewhere = note.read_text(encoding="utf-8").splitlines() if note.is_file() else []
+    except (OSError, UnicodeDecodeError):
+        elsewhere = []
+    seen = {p.resolve() for p in found}
+    for line in elsewhere:
+        p = Path(line)
+        if line and p.is_absolute() and (p / "bundle.json").is_file() and p.resolve() not in seen:
+            found.append(p)
+            seen.add(p.resolve())
+
+    def mtime(p: Path) -> float:
+        try:
+            return (p / "bundle.json").stat().st_mtime
+        except OSError:
+            return 0.0
+
+    found.sort(key=mtime, reverse=True)
     return found[:limit]
 
 
 def capture_summary(folder: Path) -> str:
-    """One line for a recent capture: ``add_relu · cpu · default · 1 kernel · 14:02 today``, read from its
+    """One line for a recent capture, what tells two captures of one function apart first:
+    ``add_relu 14:02:31 · f32[64], f32[64] · 1 kernel · src 3fa2 · cpu · default``, read from its
     bundle.json as plain JSON (the gallery's first frame needs no bundle code); the folder name when the
     manifest cannot be read."""
+    import hashlib
     import json
     import time
 
@@ -64,6 +99,8 @@ def capture_summary(folder: Path) -> str:
         data = json.loads((folder / "bundle.json").read_text(encoding="utf-8"))
         mtime = (folder / "bundle.json").stat().st_mtime
     except (OSError, ValueError):
+        return folder.name
+    if not isinstance(data, dict):
         return folder.name
     from kernelscope.bundle.origin import CAPTURE, origin_of, short_name
 
@@ -77,7 +114,20 @@ def capture_summary(folder: Path) -> str:
               options.get("mode") or "default"]
     flags += [k for k in ("dynamic", "fullgraph", "backward") if options.get(k)]
     now = time.time()
-    when = time.strftime("%H:%M today" if time.localtime(mtime)[:3] == time.localtime(now)[:3] else "%Y-%m-%d %H:%M",
+    when = time.strftime("%H:%M:%S" if time.localtime(mtime)[:3] == time.localtime(now)[:3] else "%Y-%m-%d %H:%M",
                          time.localtime(mtime))
-    status = "" if data.get("status", "ok") == "ok" else " · ✗ failed"
-    return " · ".join([name, *flags, plural(len(data.get("kernels") or []), "kernel"), when]) + status
+    calls = [c for c in target.get("calls") or [] if isinstance(c, list)] or (
+        [target["inputs"]] if isinstance(target.get("inputs"), list) else [])
+    inputs = "; ".join(", ".join(map(str, c)) for c in calls) if calls else ""
+    # The source as captured, hashed: an edit and recompile of the same function reads differently.
+    source = (data.get("source") or {}).get("path") if isinstance(data.get("source"), dict) else None
+    digest = ""
+    if isinstance(source, str) and source and ".." not in Path(source).parts and not Path(source).is_absolute():
+        try:
+            digest = "src " + hashlib.sha1((folder / source).read_bytes()).hexdigest()[:4]
+        except OSError:
+            digest = ""
+    status = "✗ failed · " if data.get("status", "ok") != "ok" else ""
+    parts = [f"{name} {when}", *([inputs] if inputs else []),
+             status + plural(len(data.get("kernels") or []), "kernel"), *([digest] if digest else []), *flags]
+    return " · ".join(parts)

@@ -39,8 +39,8 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
     name = t.get("name") or (code_names + functions or [base_name(t.get("spec", "") or "capture")])[0]
     opts = b.options
     flags = []
-    if b.preview:
-        flags.append(f"PREVIEW {b.preview['arch']} (generated, never run)")
+    # A bundle never executed says so at every width: PREVIEW stays, only its explanation is detail.
+    preview = f"PREVIEW {b.preview['arch']}" if b.preview else ""
     if opts:
         flags.append(opts.get("device") or "auto")
         flags.append(f"mode={opts.get('mode') or 'default'}")
@@ -61,7 +61,10 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
         cs = list(counts)
         if with_kinds and kinds:
             cs[1] += f" ({kinds})"
-        segs = [" · ".join([name, *flags[:n_flags]]), " · ".join(cs)]
+        shown = flags[:n_flags]
+        if preview:
+            shown.insert(0, f"{preview} (generated, never run)" if n_flags == len(flags) else preview)
+        segs = [" · ".join([name, *shown]), " · ".join(cs)]
         if with_time and compile_s:
             segs.append(f"compiled in {compile_s:.1f} s")
         if with_before and before:
@@ -173,6 +176,9 @@ def capture_info(b: Bundle) -> str:
         out.append("")
         out.append("── autotune ──")
         out += autotune_lines(b, limit=6)
+    printed = printed_lines(b)
+    if printed:
+        out += ["", f"── your function printed ({b.files.get('stdout')}) ──", *printed]
     if b.notes:
         out.append("")
         out += [f"note: {n}" for n in b.notes]
@@ -209,3 +215,17 @@ def why_info(b: Bundle, kernel: Kernel | None) -> str:
         out.append("── where the compile went (trace) ──")
         out += why.compile_lines(b, limit=8)
     return "\n".join(out) + ("\n" if out else "")
+
+
+def printed_lines(b: Bundle, limit: int = 40) -> list[str]:
+    """What the user's function printed (the capture's stdout), the first ``limit`` lines: a print()
+    that caused a graph break, or the user's own debugging, seen where the capture is read."""
+    from kernelscope.bundle.io import BundleError, printable, read_text
+
+    try:
+        text = read_text(b, b.files.get("stdout")) if b.root else ""
+    except BundleError:
+        return []
+    lines = printable(text).splitlines()
+    more = [f"… {len(lines) - limit} more lines: kernelscope show BUNDLE --artifact stdout"] if len(lines) > limit else []
+    return lines[:limit] + more

@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from kernelscope.bundle.model import Bundle
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.wording import in_ui_words
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 PHASE_ORDER = ("start", "inputs", "compile", "collect", "done")
@@ -36,6 +37,16 @@ class CaptureOutcome:
 def one_line(text: str, limit: int = 300) -> str:
     first = next((line.strip() for line in str(text).splitlines() if line.strip()), "")
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def stopped_phase(phases: list[str], state: str) -> str | None:
+    """The phase a failed or cancelled capture stopped in (no tick for it). A child that fails still
+    collects what it had, so a failure seen after "collect" began was the phase before it."""
+    if state not in ("failed", "cancelled") or not phases:
+        return None
+    if state == "failed" and phases[-1] == "collect" and len(phases) > 1:
+        return phases[-2]
+    return phases[-1]
 
 
 class CaptureScreen(ModalScreen[CaptureOutcome | None]):
@@ -121,7 +132,7 @@ class CaptureScreen(ModalScreen[CaptureOutcome | None]):
     def _progress(self, event: Progress) -> None:
         e = event.event
         if e.get("phase") == "error":
-            self.error = one_line(e.get("message", ""))
+            self.error = in_ui_words(one_line(e.get("message", "")))
         else:
             self.events.append(e)
         for key in ("graphs", "kernels"):
@@ -144,7 +155,7 @@ class CaptureScreen(ModalScreen[CaptureOutcome | None]):
             self.error = "capture cancelled; nothing was written"
         else:
             self.state = "failed"
-            self.error = one_line(message) or self.error or "the capture failed"
+            self.error = in_ui_words(one_line(message)) or self.error or "the capture failed"
             self.partial = bundle
         self._render_state()
 
@@ -160,11 +171,11 @@ class CaptureScreen(ModalScreen[CaptureOutcome | None]):
         for e in self.events:
             seen[e.get("phase", "?")] = e.get("message", "")
         phases = list(seen)
+        stopped = stopped_phase(phases, self.state)
         for i, phase in enumerate(phases):
-            last = i == len(phases) - 1
-            running = last and self.state in ("running", "cancelling")
-            glyph = SPINNER[self._spin % len(SPINNER)] if running else ("✗" if last and self.state == "failed"
-                                                                         else "✓")
+            running = i == len(phases) - 1 and self.state in ("running", "cancelling")
+            glyph = SPINNER[self._spin % len(SPINNER)] if running else (
+                ("✗" if self.state == "failed" else "■") if phase == stopped else "✓")
             lines.append(f" {glyph} {phase:<9} {one_line(seen[phase], 90)}")
         if not phases and self.state in ("running", "starting"):
             lines.append(f" {SPINNER[self._spin % len(SPINNER)]} starting  spawning the capture process")

@@ -41,7 +41,8 @@ class EditorScreen(Screen):
         self.scratch = scratch
 
     def compose(self) -> ComposeResult:
-        yield Static(f"Editing a scratch copy of {self.origin_file}  ·  function {self.function}",
+        # What is edited first, the full path last: at 80 columns the end of the line is cut.
+        yield Static(f"Editing {self.function} · a scratch copy of {Path(self.origin_file).name}  ({self.origin_file})",
                      id="summary", markup=False)
         area = TextArea.code_editor(self.scratch.read_text(encoding="utf-8"), id="editor")
         try:

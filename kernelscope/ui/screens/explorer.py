@@ -19,14 +19,16 @@ from textual.screen import Screen
 from textual.widgets import Static, Tab, Tabs
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.ui.footer_order import focused_chain, pane_keys_first
 from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
+from kernelscope.ui.panes.kernels import KernelsPane
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
-from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
+from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.xref import BundleIndex
 from kernelscope.units import plural
@@ -82,12 +84,13 @@ class ExplorerScreen(Screen):
         *[Binding(cls.pane_key, f"show_pane('{cls.pane_id}')", cls.pane_title, show=False) for cls in PANES],
     ]
 
-    # The footer shows these first, before the focused pane's keys: at 80 columns only five or six fit.
+    # The footer shows the focused pane's keys first, then ? (every key), then these: at 80 columns
+    # only six or seven fit.
     HEADLINE_ACTIONS = ("pipeline", "bench", "diff")
 
     @property
     def active_bindings(self):
-        return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
+        return pane_keys_first(super().active_bindings, focused_chain(self, Pane), self.HEADLINE_ACTIONS)
 
     # The selection, (graph, kernel): every pane shows it (see watch_selection). No repaint of its own:
     # a repaint of the screen recomposites every cell of it (a full update) on each key; the panes
@@ -148,7 +151,8 @@ class ExplorerScreen(Screen):
         # table posts comes after the frame that drew the moved cursor, and the panes would redraw in a
         # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
-        await self.mount(KeyFooter())
+        # Narrow, the footer's room goes to keys: ^p palette (12 columns) is listed by ? with the rest.
+        await self.mount(KeyFooter(show_command_palette=self.layout_mode == "wide"))
         self._lexing = self.set_interval(LEX_AHEAD_EVERY, self._lex_ahead)
         self.set_interval(1.0, self.move_gc.idle_tick)
 
@@ -187,6 +191,8 @@ class ExplorerScreen(Screen):
             return  # mount, resize and resume all land here; only a change of layout needs work
         self._set_layout_mode(mode)
         self._show_active()
+        for footer in self.query(KeyFooter):  # shown from the footer's next rebuild (its keys change often)
+            footer.set_reactive(KeyFooter.show_command_palette, mode == "wide")
 
     def _pane_classes(self, pane_id: str) -> list[str]:
         pinned = "kernels" if self.active_pane == "source" else "source"
@@ -208,11 +214,15 @@ class ExplorerScreen(Screen):
         self.active_pane = pane_id
         self._show_active()
         if focus:
-            self.query_one(f"#{pane_id}").focus()
+            # Now, not a message later (widget.focus() defers): a key typed right after 1-7 arrives before
+            # that message and went to the pane left (7, 1, ↓ moved the Info pane's cursor).
+            self.set_focus(self.query_one(f"#{pane_id}"))
 
     @on(Tabs.TabActivated, "#pane-tabs")
     def _pane_tab(self, event: Tabs.TabActivated) -> None:
         event.stop()
+        if event.tab.id != self.query_one("#pane-tabs", Tabs).active:
+            return  # a switch overtaken by a later key (7 then 1): acting on it would steal the focus back
         pane_id = event.tab.id.removeprefix("tab-")
         if pane_id != self.active_pane:
             self._activate(pane_id, focus=self.layout_mode != "wide")
@@ -332,6 +342,10 @@ class ExplorerScreen(Screen):
     def _search(self, event: CodeView.SearchRequested) -> None:
         self.query_one(SearchBar).open_for(event.view)
 
+    @on(KernelsPane.SearchRequested)
+    def _search_kernels(self, event: KernelsPane.SearchRequested) -> None:
+        self.query_one(SearchBar).open_for(event.target)
+
     def action_goto(self, pane_id: str) -> None:
         """Jump to the selected kernel's place in a pane (its user lines, FX nodes, launch)."""
         view = self.query_one(f"#{pane_id}", CodeView)
@@ -391,6 +405,12 @@ class ExplorerScreen(Screen):
         from kernelscope.ui.screens.tools import PipelineScreen
 
         if self.kernel is None or self.kernel.lang != "triton":
+            if not any(k.lang == "triton" for k in self.bundle.kernels):
+                # A CPU capture has C++ kernels only: say how to get Triton stages without a GPU.
+                self.notify("no Triton kernels here (a CPU capture emits C++): capture with a preview device "
+                            "(c, device 'preview sm_90') or `kernelscope capture TARGET --preview sm_90` for the "
+                            "Triton stages a GPU would get", severity="warning", timeout=6, markup=False)
+                return
             self.notify("select a Triton kernel to step through its pipeline", severity="warning")
             return
         self.app.push_screen(PipelineScreen(self.bundle, self.kernel))

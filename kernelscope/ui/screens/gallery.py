@@ -14,6 +14,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.footer_order import pane_keys_first
 from kernelscope.ui.messages import CaptureRequested, EditRequested, OpenAnything, OpenBundle, RecompileRequested
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
@@ -38,11 +39,17 @@ def _python_lexer():
 class GalleryScreen(Screen):
     BINDINGS = [
         Binding("enter", "capture", "Capture", show=False),
-        Binding("c", "capture_form", "Capture with options…"),
-        Binding("e", "edit", "Edit & run"),
+        Binding("c", "capture_form", "Capture…"),  # with options (short: the footer at 80 columns)
+        Binding("e", "edit", "Edit"),
         Binding("o", "open", "Open…"),
         Binding("q", "app.quit", "Quit"),  # escape never ends the session: one key too many on stage
     ]
+
+    @property
+    def active_bindings(self):
+        # ? first (it lists every key), then the gallery's own: at 80 columns the footer cuts the rest.
+        return pane_keys_first(super().active_bindings, set(),
+                               ("capture_form", "edit", "open", "app.quit", "presentation", "screenshot"))
 
     def __init__(self) -> None:
         super().__init__()
@@ -67,7 +74,22 @@ class GalleryScreen(Screen):
             preview = CodeView(id="preview")
             preview.border_title = "Source"
             yield preview
-        yield KeyFooter()
+        # Narrow, the palette's key gives its room to keys (? lists it).
+        yield KeyFooter(show_command_palette=self.app.size.width >= 120)
+
+    def on_resize(self) -> None:
+        self._fit_labels()
+
+    def _fit_labels(self) -> None:
+        """Each sample's description cut to the list's width: an OptionList wraps a long prompt onto a
+        second line, which read as a sample of its own."""
+        samples = self.query_one("#samples", OptionList)
+        width = samples.scrollable_content_region.width
+        if width <= 0:
+            return
+        room = max(8, width - 17)  # after the name column
+        for i, t in enumerate(self.samples):
+            samples.replace_option_prompt_at_index(i, sample_label(t, room))
 
     def _fill_recent(self, recent: OptionList) -> None:
         from kernelscope.ui.paths import capture_summary
@@ -88,6 +110,7 @@ class GalleryScreen(Screen):
             self._fill_recent(self.query_one("#recent", OptionList))
 
     def on_mount(self) -> None:
+        self.call_after_refresh(self._fit_labels)  # once the list has its width
         self.set_focus(self.query_one("#samples", OptionList))  # now, not a message later (first frame)
         if self.samples:
             self.query_one("#samples", OptionList).highlighted = 0  # its OptionHighlighted shows the preview

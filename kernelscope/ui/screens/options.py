@@ -1,5 +1,5 @@
 """OptionsScreen: the small form to (re)compile with other options: inputs, mode, dynamic,
-fullgraph, backward, device (or a preview for a GPU arch), grad mode, eval. Validates in place; a bad args spec is
+fullgraph, backward, device (or a preview for a GPU arch), grad mode, eval, timeout, passes. Validates in place; a bad args spec is
 one line under the form."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from textual.widgets import Checkbox, Input, Label, Select, Static
 
 from kernelscope.capture.spec import MODES, PREVIEW_ARCHES
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.wording import in_ui_words
 
 DYNAMIC = (("auto (None)", "auto"), ("True", "on"), ("False", "off"))
 GRAD = (("grad on", "grad"), ("torch.no_grad()", "no_grad"), ("torch.inference_mode()", "inference_mode"))
@@ -47,7 +48,7 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
                 yield Input(r.target, id="opt-target")
             with Horizontal(classes="field"):
                 yield Label("inputs", classes="field-label")
-                yield Input(r.args_text, placeholder="(the target's own inputs)  e.g. f32[4096, 1024], f32[1024]",
+                yield Input(r.args_text, placeholder="own inputs; e.g. f32[64, 128], f32[128]",
                             id="opt-args")
             with Horizontal(classes="field"):
                 yield Label("mode", classes="field-label")
@@ -63,10 +64,16 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
                 grad = "inference_mode" if r.inference_mode else "no_grad" if r.no_grad else "grad"
                 yield Select(GRAD, value=grad, allow_blank=False, id="opt-grad")
             with Horizontal(classes="field"):
+                yield Label("timeout", classes="field-label")
+                yield Input("" if r.timeout is None else f"{r.timeout:g}", placeholder="seconds (none)",
+                            id="opt-timeout", classes="-short")
+                yield Checkbox(toggle_label("passes", r.passes), r.passes, id="opt-passes",
+                               tooltip="also dump every MLIR pass of each Triton kernel (GPU or preview)")
+            with Horizontal(classes="field"):
                 yield Checkbox(toggle_label("eval", r.eval), r.eval, id="opt-eval")
                 yield Checkbox(toggle_label("fullgraph", r.fullgraph), r.fullgraph, id="opt-fullgraph")
                 yield Checkbox(toggle_label("backward", r.backward), r.backward, id="opt-backward")
-            yield Static(f"✗ {self.error}" if self.error else "", id="opt-error", markup=False)
+            yield Static(f"✗ {in_ui_words(self.error)}" if self.error else "", id="opt-error", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#opt-args", Input).focus()
@@ -92,7 +99,20 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
             backward=self.query_one("#opt-backward", Checkbox).value,
             no_grad=grad == "no_grad", inference_mode=grad == "inference_mode",
             eval=self.query_one("#opt-eval", Checkbox).value,
+            passes=self.query_one("#opt-passes", Checkbox).value,
+            timeout=self._timeout(),
         )
+
+    def _timeout(self) -> float | None:
+        """The timeout field in seconds: empty is none; text that is not a number is NaN, which the
+        request's check turns into its one-line error."""
+        text = self.query_one("#opt-timeout", Input).value.strip()
+        if not text:
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return float("nan")
 
     def action_submit(self) -> None:
         from kernelscope.target import TargetError
@@ -102,7 +122,7 @@ class OptionsScreen(ModalScreen[CaptureRequest | None]):
             req.check()
         except TargetError as exc:
             error = self.query_one("#opt-error", Static)
-            error.update(f"✗ {exc}")
+            error.update(f"✗ {in_ui_words(str(exc))}")
             error.add_class("-error")
             return
         self.dismiss(req)

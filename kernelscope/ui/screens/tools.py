@@ -13,9 +13,14 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from kernelscope.bundle.model import Bundle, Kernel
+from kernelscope.ui.footer_order import pane_keys_first
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.key_footer import headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
+
+
+def _folder_name(bundle: Bundle) -> str:
+    return str(bundle.root).rstrip("/").rsplit("/", 1)[-1] or str(bundle.root)
 
 
 class ToolScreen(Screen):
@@ -23,11 +28,16 @@ class ToolScreen(Screen):
 
     title_text = ""
 
+    @property
+    def active_bindings(self):
+        # The focused view's keys, then ? (every key): at 80 columns the footer cuts the rest.
+        return pane_keys_first(super().active_bindings, {self.focused} if self.focused else set())
+
     def compose(self) -> ComposeResult:
         yield Static(self.title_text, id="summary", markup=False)
         yield from self.body()
         yield SearchBar(id="search")
-        yield Footer()
+        yield Footer(show_command_palette=self.app.size.width >= 120)  # narrow: the room goes to keys (? lists it)
 
     @on(CodeView.SearchRequested)
     def _search(self, event: CodeView.SearchRequested) -> None:
@@ -45,7 +55,7 @@ class ToolScreen(Screen):
 class PipelineScreen(ToolScreen):
     # The footer shows the pipeline's keys first, before the focused pane's (search, marks, copy).
     HEADLINE_ACTIONS = ("step", "step_other", "toggle_split", "toggle_diff", "toggle_passes", "sass_listing",
-                        "activate")
+                        "toggle_changed", "cycle_pass_view", "recompute", "activate", "keys")
 
     def __init__(self, bundle: Bundle, kernel: Kernel) -> None:
         super().__init__()
@@ -54,7 +64,7 @@ class PipelineScreen(ToolScreen):
 
     @property
     def active_bindings(self):
-        return headline_first(super().active_bindings, self.HEADLINE_ACTIONS)
+        return headline_first(Screen.active_bindings.fget(self), self.HEADLINE_ACTIONS)  # its own order, not ToolScreen's
 
     def body(self) -> ComposeResult:
         try:
@@ -84,7 +94,9 @@ class DiffScreen(ToolScreen):
     def __init__(self, before: Bundle, after: Bundle) -> None:
         super().__init__()
         self.before, self.after = before, after
-        self.title_text = f"Diff: {before.root}  →  {after.root}"
+        # The two captures' folder names first (what tells them apart), their full paths after.
+        self.title_text = (f"Diff: A {_folder_name(before)} → B {_folder_name(after)}   "
+                           f"({before.root} → {after.root})")
 
     def body(self) -> ComposeResult:
         try:

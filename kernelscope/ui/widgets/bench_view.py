@@ -137,6 +137,12 @@ class BenchView(Vertical):
         if self.running:
             self._set_status("a bench is running; pick the device after it · c: cancel")
             return
+        from kernelscope.ui.host import has_cuda_gpu
+
+        if self.device == "cpu" and not has_cuda_gpu():  # cuda is offered only where a bench can run there
+            self.device = self.settings.device = "cpu"
+            self._set_status(f"no CUDA GPU on this machine: benches run on cpu · {self._idle_status()}")
+            return
         self.device = DEVICES[(DEVICES.index(self.device) + 1) % len(DEVICES)] if self.device in DEVICES else "cpu"
         self.settings.device = self.device
         self._set_status(self._idle_status())

@@ -23,10 +23,11 @@ def _lexer_factory(lexer: str):
 
 class CodePane(CodeView, inherit_bindings=False):
     """A stage's text in a CodeView (lazy highlighting, marks with a gutter glyph, search, copy), with
-    1-based line numbers as the line maps use them. ``h``/``l`` stay the pipeline's keys."""
+    1-based line numbers as the line maps use them. ``l`` stays the pipeline's key (it pans over the stages,
+toggles MLIR/LLVM over the passes)."""
 
     BINDINGS = [b for b in CodeView.BINDINGS if b.action not in ("pan(-8)", "pan(8)")] + [
-        Binding("left", "pan(-8)", "Left", show=False),
+        Binding("left,h", "pan(-8)", "Left", show=False),
         Binding("right", "pan(8)", "Right", show=False),
         Binding("g", "edge(0)", "Top", show=False),
     ]

@@ -40,7 +40,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown,space", "page(1)", "Page down", show=False),
-        Binding("home", "edge(0)", "Top", show=False),
+        Binding("home,g", "edge(0)", "Top", show=False),
         Binding("end,G", "edge(1)", "Bottom", show=False),
         Binding("left,h", "pan(-8)", "Left", show=False),
         Binding("right,l", "pan(8)", "Right", show=False),
@@ -48,7 +48,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Prev match", show=False),
-        Binding("m", "next_mark(1)", "Next mark"),
+        Binding("m", "next_mark(1)", "Mark"),  # short: the footer at 80 columns (M: previous)
         Binding("M", "next_mark(-1)", "Prev mark", show=False),
         Binding("y", "copy", "Copy"),
     ]

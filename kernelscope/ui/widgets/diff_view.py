@@ -121,7 +121,10 @@ class DiffView(Vertical):
             f"A {_short(d.a.target.get('spec', '?'))}  vs  B {_short(d.b.target.get('spec', '?'))}"
             + (f"  ({'; '.join(options)})" if options else "") + "\n"
             f"kernels {ka} -> {kb}, launches per call {la} -> {lb}, graph breaks {len(d.a.graph_breaks)} -> "
-            f"{len(d.b.graph_breaks)}:  " + ", ".join(f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]))
+            f"{len(d.b.graph_breaks)}"
+            + (f", recompiles {len(d.a.recompiles)} -> {len(d.b.recompiles)}" if d.a.recompiles or d.b.recompiles
+               else "")
+            + ":  " + ", ".join(f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]))
         self._fill_table()
 
     def visible_entries(self) -> list[KernelChange]:

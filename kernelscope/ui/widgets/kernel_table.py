@@ -41,8 +41,11 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
     BINDINGS = [
-        Binding("enter", "open_kernel", "Kernel source"),
+        Binding("enter", "open_kernel", "Kernel"),  # short: the footer at 80 columns
         Binding("y", "copy", "Copy"),
+        # DataTable's home/end move to the first/last column; a row list has one that matters.
+        Binding("home,g", "scroll_top", "First kernel", show=False),
+        Binding("end,G", "scroll_bottom", "Last kernel", show=False),
     ]
 
     class Selected(Message):
@@ -70,6 +73,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.round_trip_ids: set[str] = set()
         self._row_ids: list[str] = []
         self._name_width: int | None = None  # the name column's width now; None: names in full
+        self._files_of_lines = 0  # how many files the kernels' user lines are in
 
     def on_mount(self) -> None:
         self.add_column(" ", key="mark", width=1)
@@ -86,6 +90,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.graphs = {g.id: g for g in bundle.graphs}
         self._row_ids = []
         self.round_trip_ids = feeds_next(bundle, kernels_in_order)
+        self._files_of_lines = len({u.file for k in kernels_in_order for u in k.user_lines})
         multi = len(bundle.graphs) > 1
         for g in bundle.graphs:
             ks = [k for k in kernels_in_order if k.graph == g.id]
@@ -152,7 +157,11 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
 
     def _cells(self, k: Kernel) -> list:
-        lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
+        if self._files_of_lines > 1:  # a module over several files: a number alone does not say which
+            lines = ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines[:1]) + (
+                "…" if len(k.user_lines) > 1 else "")
+        else:
+            lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
         name = self._name_cell(k)
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
         return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, moved_cell(k, self._graph_of(k)),
@@ -176,6 +185,10 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         """Move the cursor to a kernel (which posts Selected)."""
         if kernel_id in self._row_ids:
             self.move_cursor(row=self._row_ids.index(kernel_id), scroll=True)
+
+    def row_names(self) -> list[str]:
+        """Each row's kernel name, in row order ("" for a graph's row): what ``/`` searches."""
+        return [k.name if (k := self.kernels.get(key)) is not None else "" for key in self._row_ids]
 
     def set_selected(self, kernel_id: str | None) -> None:
         old = self.selected_id

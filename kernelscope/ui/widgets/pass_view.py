@@ -54,10 +54,8 @@ class PassView:
             lexer = "llir" if log.kind != "mlir" else "ttgir"
         self.right.set_text(text, lexer, f"{self.pass_view}: {p.name}")
         state = {True: "changed", False: "unchanged", None: "unknown"}[p.changed]
-        self._set_status(
-            f"pass {p.index} {p.name} ({p.arg or p.kind}) on {p.scope}: {state}   "
-            f"{log.origin}   c changed-only  v diff/before/after  l MLIR/LLVM  p back"
-        )
+        # What a pass is and did first; the keys are in the footer and ? (at 80 columns this line is cut).
+        self._set_status(f"{log.origin} · pass {p.index} {p.name}: {state} · {p.arg or p.kind} on {p.scope}")
 
     def action_toggle_changed(self) -> None:
         if self.mode == "passes":
@@ -71,13 +69,19 @@ class PassView:
             self._show_pass_detail(self.left.cursor_line)
 
     def action_toggle_pass_log(self) -> None:
-        if self.mode == "passes" and self.logs:
+        if self.mode != "passes":  # over the stages l pans right, as in every code pane (h pans left)
+            focused = self.app.focused
+            pane = focused if focused in (self.left, self.right) else self.left
+            pane.action_pan(8)
+            return
+        if self.logs:
             kinds = [k for k in ("mlir", "llvm") if any(log.kind == k for log in self.logs)]
             self.log_kind = kinds[(kinds.index(self.log_kind) + 1) % len(kinds)] if self.log_kind in kinds else kinds[0]
             self.show()
 
     def action_recompute(self) -> None:
         if self.mode == "passes" and self._passes_state != "loading":
+            self.notify("recomputing the passes: a Triton compile in a child process", timeout=3)
             self._passes_state = "loading"
             self.logs = []
             self.show()

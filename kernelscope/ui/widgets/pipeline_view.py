@@ -56,10 +56,11 @@ class PipelineView(PassView, Widget, can_focus=False):
         Binding("p", "toggle_passes", "passes"),
         Binding("a", "sass_listing(True)", "raw SASS"),  # one of the two shows: the listing a switches to
         Binding("a", "sass_listing(False)", "compact SASS"),
-        Binding("c", "toggle_changed", "changed only", show=False),
-        Binding("v", "cycle_pass_view", "diff/before/after", show=False),
+        # Pass mode's keys: in the footer only there (check_action); l pans over the stages.
+        Binding("c", "toggle_changed", "changed only"),
+        Binding("v", "cycle_pass_view", "diff/before/after"),
         Binding("l", "toggle_pass_log", "MLIR/LLVM", show=False),
-        Binding("r", "recompute", "recompute passes", show=False),
+        Binding("r", "recompute", "recompute"),
     ]
 
     @dataclass
@@ -188,6 +189,10 @@ class PipelineView(PassView, Widget, can_focus=False):
     def _passes_loaded(self, message: PassesLoaded) -> None:
         self.logs = message.logs
         self._passes_state = "ready"
+        if message.origin == "recomputed":  # r: the same list again would look like nothing happened
+            counts = ", ".join(f"{sum(len(log.passes) for log in self.logs if log.kind == kind)} {kind.upper()}"
+                               for kind in ("mlir", "llvm") if any(log.kind == kind for log in self.logs))
+            self.notify(f"passes recomputed with this machine's Triton: {counts or 'none'}", timeout=4)
         if not any(log.kind == self.log_kind for log in self.logs) and self.logs:
             self.log_kind = self.logs[0].kind
         if self.mode == "passes":
@@ -343,6 +348,8 @@ class PipelineView(PassView, Widget, can_focus=False):
             self.other_index = (self.stage_index + 1) % len(self.stages)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("toggle_changed", "cycle_pass_view", "recompute"):
+            return self.mode == "passes"
         if action == "sass_listing":  # in the footer only where there is SASS to show
             return self.mode == "stages" and bool(self.stages) and parameters[0] != self.sass_raw and "sass" in (
                 self.current.stage, self.other.stage if self.split or self.diff else "")
@@ -380,12 +387,14 @@ class PipelineView(PassView, Widget, can_focus=False):
         self.other_index = (self.other_index + delta) % len(self.stages)
         if self.other_index == self.stage_index:
             self.other_index = (self.other_index + delta) % len(self.stages)
-        self.show()
+        self.show(cursor=1 if self.diff else self.left.cursor_line)  # the left pane's stage is the same one
 
     def action_toggle_split(self) -> None:
         keep = self.left.cursor_line if not self.diff else 1  # the same stage stays on the left
         self.split = not self.split
         self.diff = False
+        if not self.split and self.right.has_focus:
+            self.left.focus()  # the hidden pane kept the keys: [ ] d went nowhere until Tab
         self.show(cursor=keep)
 
     def action_toggle_diff(self) -> None:
@@ -402,6 +411,7 @@ class PipelineView(PassView, Widget, can_focus=False):
         self.mode = "stages" if self.mode == "passes" else "passes"
         self.show()
         self.left.focus()
+        self.app.refresh_bindings()  # the pass keys come into the footer, or leave it
 
 
     def select_stage(self, name: str) -> None:

@@ -84,7 +84,11 @@ class PresentationScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#pres-note").display = bool(self.note)
-        lines = [self.story.counts_line(), self.story.time_line()]
+        calls = input_sets(self.bundle)
+        counts = self.story.counts_line()
+        if len(calls) > 1 and self.story.compiled_kernels is not None:
+            counts += f"  (all {len(calls)} calls)"  # the counts add every call's graphs: say so
+        lines = [counts, self.story.time_line()]
         self.query_one("#pres-counts", Static).update("\n".join(lines))
         self.show()
 
@@ -140,12 +144,15 @@ class PresentationScreen(Screen):
             self.query_one("#pres-left").styles.width = int(min(max(need, width * 0.35), width * 0.55))
         target = self.bundle.target or {}
         name = str(target.get("spec") or target.get("name") or "capture")
-        if target.get("inputs"):
-            name += "(" + ", ".join(target["inputs"]) + ")"
+        calls = input_sets(self.bundle)
+        if len(calls) > 1:  # every call's inputs: the counts below add them all
+            name += f" · {len(calls)} calls: " + "; ".join("(" + ", ".join(c) + ")" for c in calls)
+        elif calls:
+            name += "(" + ", ".join(calls[0]) + ")"
         kernels = self.index.kernels_in_order()
         where = ""
-        if self.kernel is not None and self.kernel in kernels and not self.fixed:
-            where = f"   (kernel {kernels.index(self.kernel) + 1} of {len(kernels)}: , .)"
+        if self.kernel is not None and self.kernel in kernels and not self.fixed and len(kernels) > 1:
+            where = f"   (kernel {kernels.index(self.kernel) + 1} of {len(kernels)} · , and . step)"
         self.query_one("#pres-heading", Static).update(f"{self.heading or name}{where}")
 
     # -- keys --------------------------------------------------------------------------------------
@@ -159,6 +166,15 @@ class PresentationScreen(Screen):
         i = order.index(self.kernel) if self.kernel in order else -1
         self.kernel = order[(i + delta) % len(order)]
         self.show()
+
+
+def input_sets(bundle: Bundle) -> list[list[str]]:
+    """The inputs of each call the capture made (``target.calls``; older bundles: ``target.inputs``)."""
+    target = bundle.target or {}
+    calls = target.get("calls")
+    if isinstance(calls, list) and calls and all(isinstance(c, list) for c in calls):
+        return [[str(x) for x in c] for c in calls]
+    return [[str(x) for x in target["inputs"]]] if target.get("inputs") else []
 
 
 def presentation_for(screen, heading: str = "", note: str = ""):

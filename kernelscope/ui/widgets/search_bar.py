@@ -19,8 +19,11 @@ class SearchBar(Input):
         super().__init__(placeholder="search (smart case) · enter: go · escape: close · then n / N", **kwargs)
         self.target: CodeView | None = None
         self._origin = 0
+        self._found: int | None = None  # the line the query typed so far found
 
     def open_for(self, view: CodeView) -> None:
+        """Search ``view`` as the user types: a CodeView, or anything with its search methods (the
+        kernels pane's KernelSearch: cursor, move_cursor, search, query_text, doc, focus)."""
         self.target = view
         self._origin = view.cursor
         self.add_class("-open")
@@ -32,12 +35,15 @@ class SearchBar(Input):
         if self.target is None:
             return
         self.target.move_cursor(self._origin)
-        found = self.target.search(event.value)
+        found = self._found = self.target.search(event.value)
         self.border_subtitle = "" if not event.value else (
-            "no match" if found is None else f"{self.target.doc.count(event.value)} matching lines")
+            "no match" if found is None else f"{self.target.doc.count(event.value)} matching {getattr(self.target, 'match_noun', 'lines')}")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        if self.value and self.target is not None and self._found is None:
+            # The subtitle said it as one typed; said again as the bar closes, where the eye is.
+            self.notify(f"no match for {self.value!r}", severity="warning", timeout=3, markup=False)
         self.action_close()
 
     def action_close(self) -> None:
