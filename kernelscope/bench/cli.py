@@ -39,6 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "(by default they are stored in its bundle.json, unless it is read-only)")
     p.add_argument("--json", action="store_true", help="print the record as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--run-bundle-code", action="store_true",
+                   help="a bundle with no function (opened from a trace, run, record): run its own output code and "
+                        "FX graphs on synthetic inputs (code whoever made the bundle wrote: read it first)")
     add_capture_arguments(p)
 
 
@@ -144,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
                              changes=changes, remeasure=args.remeasure, timeout=args.timeout,
                              save=not args.no_save, grad_mode=_grad_mode(args),
                              eval=True if getattr(args, "eval_mode", None) else None)
+    settings.run_bundle_code = bool(args.run_bundle_code)
     for name, attr in (("reps", "reps"), ("warmup", "warmup"), ("budget", "budget_s"),
                        ("profile_calls", "profile_calls")):
         if getattr(args, name) is not None:
