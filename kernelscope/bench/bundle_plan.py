@@ -283,10 +283,16 @@ class FxGraph:
     random_ops: set[str] = field(default_factory=set)
 
 
+def fx_source(text: str) -> str:
+    """A printed graph as Python: its class named GraphModule (an inference graph prints as
+    ``class <lambda>(torch.nn.Module):``, which does not parse)."""
+    return re.sub(r"^class [^(\n]+\(", "class GraphModule(", text, count=1, flags=re.M)
+
+
 def parse_fx(text: str) -> FxGraph:
     """Placeholders, outputs, annotated shapes and ATen calls of a printed GraphModule."""
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(fx_source(text))
     except SyntaxError as exc:
         raise PlanError(f"its FX graph does not parse as Python (line {exc.lineno})") from exc
     forward = next((f for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
@@ -336,7 +342,7 @@ def check_fx_code(tree: ast.Module, forward: ast.FunctionDef) -> None:
     extra = [n for n in classes[0].body if n is not forward and not isinstance(n, ast.Expr)]
     if extra:
         raise PlanError("its FX graph calls submodules (a higher-order op's graphs), which the bench cannot run alone")
-    local = {a.arg for a in forward.args.args}
+    local = {a.arg for a in forward.args.args[1:]}  # not self: its attributes are not in the print
     for stmt in forward.body:
         if not isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Return, ast.Expr)):
             raise PlanError(f"its FX graph has a {type(stmt).__name__} statement (line {stmt.lineno}), not plain ops")

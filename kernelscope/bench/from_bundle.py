@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from kernelscope.bench import torch_private
-from kernelscope.bench.bundle_plan import record_part
+from kernelscope.bench.bundle_plan import fx_source, record_part
 from kernelscope.bench.correctness import compare
 from kernelscope.bench.profiling import profiled
 from kernelscope.bench.step import BenchFailure
@@ -102,7 +102,7 @@ def _import_output_code(path: Path, work: Path, index: int, graph: str):
 
 def _fx_module(path: Path, graph: str) -> torch.nn.Module:
     """The printed GraphModule, exec'd with only torch (and the names FX prints: device, inf, nan)."""
-    text = path.read_text(encoding="utf-8")
+    text = fx_source(path.read_text(encoding="utf-8"))
     torch_private.register_inductor_prims()
     scope: dict[str, Any] = {"__name__": f"kernelscope_fx_{graph}", "torch": torch, "device": torch.device,
                              "inf": math.inf, "nan": math.nan,
