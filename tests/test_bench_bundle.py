@@ -141,3 +141,31 @@ def test_report_says_the_inputs_were_synthetic(opened_cpu_bench):
     assert proc.returncode == 0, proc.stderr
     assert "bench of the bundle alone" in proc.stdout and "synthetic inputs" in proc.stdout
     assert "sum check OK" in proc.stdout
+
+
+def test_bench_view_asks_before_running_a_bundles_code(opened_cpu):
+    import asyncio
+
+    async def scenario():
+        from textual.app import App
+
+        from kernelscope.ui.screens.dialogs import ConfirmScreen
+        from kernelscope.ui.widgets.bench_view import BenchView
+
+        class Host(App):
+            def compose(self):
+                yield BenchView(read_bundle(opened_cpu))
+
+        async with Host().run_test(size=(120, 40)) as pilot:
+            view = pilot.app.query_one(BenchView)
+            view.focus()
+            await pilot.press("r")
+            await pilot.pause()
+            assert isinstance(pilot.app.screen, ConfirmScreen)
+            assert "graphs/0-0-backward/output_code.py" in pilot.app.screen.question
+            await pilot.press("n")
+            await pilot.pause()
+            assert not view.running and not view.settings.run_bundle_code
+            assert "not run" in str(pilot.app.query_one("#bench-status").render())
+
+    asyncio.run(scenario())
