@@ -131,7 +131,8 @@ def consent_line(bundle: Bundle, plan: BundlePlan) -> str:
     shown = ", ".join(files[:4]) + (f" and {len(files) - 4} more" if len(files) > 4 else "")
     who = ("the trace's author" if bundle.target.get("kind") == "torch_trace" or bundle.target.get("origin") == "open"
            else "the bundle's sender")
-    return (f"{bundle.root}: benching this bundle runs its code, which {who} wrote: {shown} (in {bundle.root}); "
+    return (f"{bundle.root}: this bundle has no function to rerun, so the bench runs its own code, which {who} "
+            f"wrote: {shown} (in {bundle.root}); "
             "read them, then pass --run-bundle-code to bench it")
 
 
