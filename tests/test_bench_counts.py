@@ -103,6 +103,8 @@ def test_bench_of_a_trace_bundle_says_there_is_no_function(ref_bundles):
     proc = kernelscope_cmd("bench", str(ref_bundles["add_relu"]))
     assert proc.returncode == 2
     assert "no function to rerun" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    # it can still be benched from its own code, once the user agrees to run it (tests/test_bench_bundle.py)
+    assert "graphs/0-0-inference/output_code.py" in proc.stderr and "--run-bundle-code" in proc.stderr
 
 
 @pytest.mark.parametrize("argv, message", [

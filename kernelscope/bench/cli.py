@@ -43,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-bundled-source", action="store_true",
                    help="when the captured file is not on this machine, run the bundle's own copy of it "
                         "(code whoever sent the bundle wrote: read it first)")
+    p.add_argument("--run-bundle-code", action="store_true",
+                   help="a bundle with no function (opened from a trace, run, record): run its own output code and "
+                        "FX graphs on synthetic inputs (code whoever made the bundle wrote: read it first)")
     add_capture_arguments(p)
 
 
@@ -149,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
                              save=not args.no_save, grad_mode=_grad_mode(args),
                              eval=True if getattr(args, "eval_mode", None) else None,
                              run_bundled_source=bool(getattr(args, "run_bundled_source", False)))
+    settings.run_bundle_code = bool(args.run_bundle_code)
     for name, attr in (("reps", "reps"), ("warmup", "warmup"), ("budget", "budget_s"),
                        ("profile_calls", "profile_calls")):
         if getattr(args, name) is not None:

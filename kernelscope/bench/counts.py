@@ -302,14 +302,16 @@ def matmul_flops(k: Kernel) -> int | None:
     return None
 
 
-def count_bundle(bundle: Bundle) -> tuple[SideCount, SideCount]:
-    """(eager, compiled) for one call of the captured function: every graph, forward and backward."""
+def count_bundle(bundle: Bundle, eager_from: tuple[str, ...] | None = None) -> tuple[SideCount, SideCount]:
+    """(eager, compiled) for one call of the captured function: every graph, forward and backward.
+    ``eager_from``: the FX graphs eager is counted from, first present wins (a bench of the bundle
+    alone runs its AOT graphs); by default the Dynamo graph for a forward, the AOT graph for a backward."""
     eager = SideCount("eager")
     compiled = SideCount("compiled")
     for g in bundle.graphs:
         kernels = bundle.kernels_of(g.id)
         compiled.graphs.append(GraphCount(g.id, g.kind, "kernels", compiled_launches(kernels)))
-        order = (FX_AOT, FX_POST_GRAD) if g.kind == "backward" else (FX_DYNAMO, FX_AOT, FX_POST_GRAD)
+        order = eager_from or ((FX_AOT, FX_POST_GRAD) if g.kind == "backward" else (FX_DYNAMO, FX_AOT, FX_POST_GRAD))
         for kind in order:
             text = read_text(bundle, g.files.get(kind))
             if text.strip():
@@ -332,9 +334,9 @@ def launch_dict(launch: Launch) -> dict[str, Any]:
                           for t in launch.transfers]}
 
 
-def counts_dict(bundle: Bundle) -> dict[str, Any]:
+def counts_dict(bundle: Bundle, eager_from: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The computed counts as stored in bench results and printed by ``kernelscope bench --counts``."""
-    eager, compiled = count_bundle(bundle)
+    eager, compiled = count_bundle(bundle, eager_from)
     out: dict[str, Any] = {}
     for side in (eager, compiled):
         d = side.summary()

@@ -121,6 +121,10 @@ def run(request: dict, events) -> dict[str, Any]:
                               "settings": dict(request["settings"], options=request["options"], device=device)}
     result["ceilings"] = ceilings(request, facts, events)
     sections = request["sections"]
+    if request.get("bundle_plan"):  # a bundle alone: its output code and FX graphs, no function to load
+        from kernelscope.bench.from_bundle import run_section as bundle_run_section
+
+        result["run"], sections = bundle_run_section(request, events), []
     module = fn = None
     if "run" in sections or "sweep" in sections:
         module, fn = load_target(request, device)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelscope.bench import analysis
+from kernelscope.bench import analysis, bundle_plan
 from kernelscope.bench.counts import count_bundle, counts_dict
 from kernelscope.bench.explain import explain_counts, rate_flag
 from kernelscope.bench.launches import (
@@ -55,6 +55,7 @@ class BenchSettings:
     kernel_rep_ms: int = 200
     remeasure: bool = False
     timeout: float | None = None
+    run_bundle_code: bool = False  # the user agreed to run a bundle's own output code and FX graphs
     save: bool = True  # store the record in the bundle (when the bundle can be written)
     grad_mode: str | None = None  # "grad", "no_grad", "inference_mode"; None: as the bundle was captured
     eval: bool | None = None  # module.eval() first; None: as the bundle was captured
@@ -88,7 +89,9 @@ def ceilings_cache_path() -> Path:
 
 
 def bundle_device(bundle: Bundle) -> str:
-    return bundle.options.get("device") or bundle.environment.get("device") or "cuda"
+    # An opened trace records no device: its C++ kernels say CPU.
+    return bundle.options.get("device") or bundle.environment.get("device") or (
+        "cpu" if any(k.lang == "cpp" for k in bundle.kernels) else "cuda")
 
 
 def _target_request(bundle: Bundle, run_bundled_source: bool = False) -> dict[str, Any]:
@@ -175,7 +178,8 @@ class Bench(ChildJob):
 
     def request(self, bundle: Bundle, work: Path, event_fd: int) -> dict[str, Any]:
         s = self.settings
-        device = s.device or bundle_device(bundle)
+        plan = self._plan_alone(bundle)
+        device = s.device or (plan[0].device if plan else bundle_device(bundle))
         req: dict[str, Any] = {
             "work": str(work), "result": str(work / "result.json"), "event_fd": event_fd, "t_spawn": time.time(),
             "device": device, "sections": s.sections(), "options": run_options(bundle, s),
@@ -188,9 +192,23 @@ class Bench(ChildJob):
         }
         if "kernel" in s.sections():
             req["kernel"] = _kernel_request(bundle, s.kernel or "", s.changes)
+        elif plan:
+            req.update(plan[1])
         else:
             req.update(_target_request(bundle, s.run_bundled_source))
         return req
+
+    def _plan_alone(self, bundle: Bundle) -> tuple[bundle_plan.BundlePlan, dict[str, Any]] | None:
+        """A bundle with no function to rerun is benched from its own code (bench/bundle_plan.py)."""
+        self.record_bundle = bundle
+        if "run" not in self.settings.sections() or bundle_plan.has_function(bundle):
+            return None
+        try:
+            plan = bundle_plan.bundle_request(bundle, self.settings.device, self.settings.run_bundle_code)
+        except bundle_plan.PlanError as exc:
+            raise BenchError(str(exc)) from exc
+        self.record_bundle = bundle_plan.subset(bundle, plan[0])  # counts and launches of the graphs it runs
+        return plan
 
     def run(self) -> BenchResult:
         t0 = time.time()
@@ -212,7 +230,7 @@ class Bench(ChildJob):
                 message = raw["error"] if raw else _crash_message(child.rc, child.stderr)
                 return BenchResult("failed" if raw else "crashed", message, events=self.events,
                                    seconds=time.time() - t0)
-            record = build_record(bundle, request, raw)
+            record = build_record(getattr(self, "record_bundle", bundle), request, raw)
             result = BenchResult("ok", "", record, self.events, time.time() - t0)
             if not self.settings.save:
                 result.not_saved = "not saved (--no-save)"
@@ -264,13 +282,17 @@ def build_record(bundle: Bundle, request: dict[str, Any], raw: dict[str, Any]) -
 
 
 def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], device: str) -> dict[str, Any]:
-    counts = counts_dict(bundle)
+    alone = run.get("from_bundle")  # the bundle's own code ran: eager is its AOT/post-grad graphs
+    counts = counts_dict(bundle, eager_from=bundle_plan.EAGER_SOURCES) if alone else counts_dict(bundle)
     _, compiled_count = count_bundle(bundle)
     named = {k.name for k in bundle.kernels if k.lang in ("triton", "cpp")}
     rec: dict[str, Any] = {"counts": counts, "inputs": run.get("inputs"), "compile_s": run.get("compile_s"),
                            "correctness": run.get("correctness"), "rotation": run.get("rotation"),
                            "pinned_cpu": run.get("pinned_cpu"),
-                           "captured_on": bundle_device(bundle), "notes": []}
+                           "captured_on": device if alone else bundle_device(bundle), "notes": []}
+    if alone:
+        rec["from_bundle"] = alone
+        rec["notes"].append(alone.get("synthetic", bundle_plan.SYNTHETIC))
     for side in ("eager", "compiled", "compiled_static"):
         if side not in run:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelscope.bench.analysis import bar, fmt_us
+from kernelscope.bench.bundle_plan import record_lines
 from kernelscope.bench.explain import FLAG_NOTES
 from kernelscope.units import fmt_bytes
 
@@ -283,6 +284,7 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
                    f"the counts and the kernel table's names are the {captured_on} capture's")
     out += ceiling_lines(rec.get("ceilings") or {})
     out.append("inputs " + ", ".join(rec.get("inputs") or []) + f"   ({(rec.get('rotation') or {}).get('why', '')})")
+    out += record_lines(rec)  # a bench of the bundle alone: what ran, on which synthetic inputs
     out.append("")
     out += counts_lines(rec["counts"])
     out.append("")

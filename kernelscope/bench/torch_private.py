@@ -109,3 +109,13 @@ def l2_flushed_triton_launches(flush: Callable[[], None]) -> Iterator[bool]:
         yield True
     finally:
         cls.run = original
+
+
+def register_inductor_prims() -> None:
+    """Inductor's own prims (``torch.ops.prims.inductor_random``, ``inductor_seeds``: how it draws the
+    random numbers of dropout) registered for eager use, as a bundle's AOT graph may call them; they
+    are defined in ``torch._inductor.inductor_prims`` (checked against torch 2.11 / 2.13)."""
+    try:
+        import torch._inductor.inductor_prims  # noqa: F401
+    except ImportError:
+        pass

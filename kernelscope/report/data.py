@@ -85,6 +85,8 @@ def _bench_data(bench: BenchFacts) -> dict[str, Any]:
         data["where_time_goes"] = bench.run.get("where_time_goes") or []
         data["sum_check"] = bench.run.get("sum_check")
         data["counts_explained"] = bench.run.get("counts_explained")
+        if bench.run.get("from_bundle"):  # benched from the bundle's own code, on synthetic inputs
+            data["from_bundle"] = bench.run["from_bundle"]
     return data
 
 

@@ -92,7 +92,11 @@ def bench_run_lines(bench: dict[str, Any]) -> list[str]:
 
     rec = {"where_time_goes": bench.get("where_time_goes"), "sum_check": bench.get("sum_check"),
            "counts_explained": bench.get("counts_explained")}
-    text = [*where_lines(rec, limit=40), "", *sum_check_lines(rec), "", *explained_lines(rec)]
+    from kernelscope.bench.bundle_plan import record_lines
+
+    alone = record_lines({"from_bundle": bench.get("from_bundle")})  # what ran, on which synthetic inputs
+    text = [*alone, *([""] if alone else []), *where_lines(rec, limit=40), "", *sum_check_lines(rec), "",
+            *explained_lines(rec)]
     if not any(line.strip() for line in text):
         return []
     return ["### Where the time goes", "", "```text", *text, "```", ""]

@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from kernelscope.bench import tables
+from kernelscope.bench.bundle_plan import consent_question
 from kernelscope.bench.counts import counts_dict
 from kernelscope.bench.runner import Bench, BenchError, BenchSettings, bundle_device, merge
 from kernelscope.bundle.io import BundleError, read_bundle
@@ -127,6 +128,19 @@ class BenchView(Vertical):
         return self._bench is not None
 
     def action_run_bench(self) -> None:
+        question = "" if self.settings.run_bundle_code or self.running else consent_question(self.bundle)
+        if question:  # the bundle's own code, someone else's: ask first, as --run-bundle-code does on the CLI
+            from kernelscope.ui.screens.dialogs import ConfirmScreen
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.settings.run_bundle_code = True
+                    self.action_run_bench()
+                else:
+                    self._set_status("not run: the bundle's code was not agreed to · r: ask again")
+
+            self.app.push_screen(ConfirmScreen(question), answered)
+            return
         self._start(BenchSettings(**{**self.settings.__dict__, "sweep": False, "kernel": None}))
 
     def action_sweep(self) -> None:

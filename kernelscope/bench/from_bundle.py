@@ -1,0 +1,317 @@
+"""Bench of a bundle alone, inside the bench child (imports torch): per graph the compiled side runs
+the bundle's output code (``call(args)``) and the eager side its AOT (or post-grad) FX graph, on the
+same synthetic inputs of the recorded shapes, strides and dtypes (planned in bench/bundle_plan.py).
+
+One call is every planned graph in the bundle's order, as a training step runs them: a backward
+graph takes the saved activations its forward graph returned in the same call. The call goes
+through the function bench's timing, profiling and correctness code unchanged.
+
+The FX graph was checked by the planner (plain ATen calls on its own names) and is exec'd with only
+``torch`` in scope; the output code is imported as Inductor wrote it. Both are code whoever made
+the bundle wrote: the parent runs this only with the user's consent (--run-bundle-code).
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.util
+import inspect
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelscope.bench import torch_private
+from kernelscope.bench.bundle_plan import fx_source, record_part
+from kernelscope.bench.correctness import compare
+from kernelscope.bench.profiling import profiled
+from kernelscope.bench.step import BenchFailure
+from kernelscope.bench.timing import (
+    HostGate,
+    host_reference,
+    pin_to_one_cpu,
+    store_host_reference,
+    time_calls_pair,
+    time_loop,
+)
+from kernelscope.units import fmt_bytes
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
+          "bool": torch.bool, "complex64": torch.complex64, "complex128": torch.complex128}
+for _name in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
+    if hasattr(torch, _name):
+        DTYPES[_name] = getattr(torch, _name)
+
+
+class GraphRun:
+    """One graph of the bundle, both ways: ``compiled(args)`` and ``eager(args)``."""
+
+    def __init__(self, plan: dict[str, Any], work: Path, index: int):
+        self.plan = plan
+        self.id = plan["graph"]
+        self.inputs = plan["inputs"]
+        self.module = _import_output_code(Path(plan["output_code"]), work, index, self.id)
+        self.call = self.module.call
+        self.graph_module = _fx_module(Path(plan["eager_fx"]), self.id)
+        self._kernels = {n: getattr(self.module, n) for n in dir(self.module)
+                         if n.startswith("cpp_") and callable(getattr(self.module, n))}
+
+    def compiled(self, args: list) -> Any:
+        return self.call(list(args))  # call() clears the list it is given
+
+    def eager(self, args: list) -> Any:
+        return self.graph_module(*args)
+
+    def name_cpp_kernels(self, on: bool) -> None:
+        """On the CPU, the output code's C++ kernels carry no profiler record of their own (Inductor adds
+        one only when it generates them with cpp.enable_kernel_profile): while profiling, each is wrapped
+        in a record named as Inductor names it (graph_N_cpp_...), so the per-launch match sees it."""
+        for name, fn in self._kernels.items():
+            setattr(self.module, name, _recorded(fn, f"graph_0_{name}") if on else fn)
+
+
+def _recorded(fn, label: str):
+    def run(*args, **kwargs):
+        with torch.profiler.record_function(label):
+            return fn(*args, **kwargs)
+    return run
+
+
+def _import_output_code(path: Path, work: Path, index: int, graph: str):
+    """The output code as a module (its kernels compile as it is imported, into the child's private caches)."""
+    copy = work / "bundle_code" / f"graph_{index}.py"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(path.read_bytes())
+    name = f"kernelscope_bundle_graph_{index}"
+    spec = importlib.util.spec_from_file_location(name, copy)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise BenchFailure("bundle_code", f"{graph}: its output code does not load on this torch "
+                           f"{torch.__version__}: {exc.__class__.__name__}: {str(exc).splitlines()[0][:200]}") from exc
+    if not callable(getattr(module, "call", None)):
+        raise BenchFailure("bundle_code", f"{graph}: its output code defines no call(args)")
+    return module
+
+
+def _fx_module(path: Path, graph: str) -> torch.nn.Module:
+    """The printed GraphModule, exec'd with only torch (and the names FX prints: device, inf, nan)."""
+    text = fx_source(path.read_text(encoding="utf-8"))
+    torch_private.register_inductor_prims()
+    scope: dict[str, Any] = {"__name__": f"kernelscope_fx_{graph}", "torch": torch, "device": torch.device,
+                             "inf": math.inf, "nan": math.nan,
+                             "__builtins__": {"__build_class__": builtins.__build_class__}}
+    try:
+        exec(compile(text, str(path), "exec"), scope)  # noqa: S102 - checked by bundle_plan.check_fx_code
+        return scope["GraphModule"]()
+    except Exception as exc:
+        raise BenchFailure("bundle_code", f"{graph}: its FX graph does not load: {exc.__class__.__name__}: "
+                           f"{str(exc).splitlines()[0][:200] if str(exc) else ''}") from exc
+
+
+# ---------------------------------------------------------------- inputs
+
+def make_input(spec: dict[str, Any], device: str, double: bool = False) -> Any:
+    kind = spec["kind"]
+    if kind in ("int", "float", "bool"):
+        return spec.get("value")
+    if kind == "none":
+        return None
+    dtype = DTYPES.get(spec["dtype"])
+    if dtype is None:
+        raise BenchFailure("args", f"input {spec['name']}: cannot make a tensor of dtype {spec['dtype']}")
+    shape, stride = spec["shape"], spec["stride"]
+    needed = 1 + sum((d - 1) * s for d, s in zip(shape, stride) if d > 0) if all(d > 0 for d in shape) else 0
+    if spec.get("high") is not None:
+        flat = torch.randint(int(spec["low"]), int(spec["high"]), (needed,), device=device)
+        flat = flat.to(dtype)
+    elif dtype.is_floating_point or dtype.is_complex:
+        make = torch.float32 if dtype.itemsize == 1 else dtype
+        flat = torch.randn(needed, dtype=make, device=device).to(dtype)
+        if double:
+            flat = flat.double()
+    else:
+        flat = torch.zeros(needed, dtype=dtype, device=device)
+    return torch.as_strided(flat, shape, stride)
+
+
+def make_set(graphs: list[GraphRun], device: str) -> list[list[Any]]:
+    """One input set: per graph, its inputs (None where a forward graph's output goes in at call time)."""
+    return [[None if s["kind"] == "saved" else make_input(s, device) for s in g.inputs] for g in graphs]
+
+
+def copy_set(value: Any, double: bool = False) -> Any:
+    if isinstance(value, torch.Tensor):
+        out = value.detach().clone()
+        return out.double() if double and out.is_floating_point() else out
+    if isinstance(value, list):
+        return [copy_set(v, double) for v in value]
+    return value
+
+
+def set_bytes(inputs: list[list[Any]]) -> int:
+    return sum(t.numel() * t.element_size() for args in inputs for t in args if isinstance(t, torch.Tensor))
+
+
+class BundleStep:
+    """One call of the bundle: every graph in order, compiled or eager; what each returned."""
+
+    backward = False  # a backward graph is a graph of its own here, not autograd
+
+    def __init__(self, graphs: list[GraphRun], side: str):
+        self.graphs = graphs
+        self.side = side
+
+    def __call__(self, inputs: list[list[Any]]) -> list[Any]:
+        outs: dict[str, Any] = {}
+        every: list[Any] = []
+        with torch.no_grad():
+            for g, args in zip(self.graphs, inputs):
+                full = [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
+                        for s, a in zip(g.inputs, args)]
+                result = g.compiled(full) if self.side == "compiled" else g.eager(full)
+                result = list(result) if isinstance(result, (tuple, list)) else [result]
+                outs[g.id] = result
+                every.append(result)
+        return every
+
+
+def rotation(graphs: list[GraphRun], device: str, first: list, cache_bytes: int | None) -> tuple[list, dict]:
+    """Input sets cycled through so that small inputs are not served from cache (as step.rotation_sets)."""
+    size = set_bytes(first)
+    info: dict[str, Any] = {"input_bytes": size, "cache_bytes": cache_bytes, "sets": 1}
+    if not cache_bytes or not size or size >= 2 * cache_bytes:
+        info["why"] = "inputs larger than twice the cache: not rotated" if cache_bytes else "cache size unknown"
+        return [first], info
+    budget = 1 << 30 if device == "cuda" else 1 << 28
+    sets = int(min(64, max(2, math.ceil(4 * cache_bytes / size)), max(1, budget // size)))
+    out = [first] + [make_set(graphs, device) for _ in range(sets - 1)]
+    info.update(sets=len(out), why=f"inputs fit in the {fmt_bytes(cache_bytes)} cache: {len(out)} sets rotated")
+    return out, info
+
+
+# ---------------------------------------------------------------- correctness
+
+def _tensors(every: list[list[Any]], graphs: list[GraphRun]) -> tuple[list[torch.Tensor], list[str]]:
+    tensors, labels = [], []
+    for g, outs in zip(graphs, every):
+        for i, t in enumerate(outs):
+            if isinstance(t, torch.Tensor):
+                tensors.append(t.detach().clone())
+                labels.append(f"{g.id} output {i}")
+    return tensors, labels
+
+
+def correctness(graphs: list[GraphRun], eager: BundleStep, compiled: BundleStep, device: str) -> dict[str, Any]:
+    seed = int(time.time() * 1000) % (1 << 31)
+    torch.manual_seed(seed)
+    inputs = make_set(graphs, device)
+    e, labels = _tensors(eager(copy_set(inputs)), graphs)
+    c, _ = _tensors(compiled(copy_set(inputs)), graphs)
+    kwargs: dict[str, Any] = {}
+    params = inspect.signature(compare).parameters
+    if "reference" in params:  # a float64 run of the eager graphs decides the verdict (bench/correctness.py)
+        try:
+            ref, _ = _tensors(eager(copy_set(inputs, double=True)), graphs)
+            kwargs["reference"] = ref
+        except Exception as exc:
+            if "no_reference" in params:
+                kwargs["no_reference"] = (f"the FX graphs do not run on float64 copies of the inputs "
+                                          f"({exc.__class__.__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})")
+    verdict = compare(e, c, labels, **kwargs)
+    verdict["seed"] = seed
+    verdict["compared"] = "every graph's outputs (saved activations too), synthetic random inputs"
+    random_ops = sorted({op for g in graphs for op in g.plan.get("random_ops") or []})
+    if random_ops:
+        verdict.setdefault("problems", []).append(
+            f"the graphs draw random numbers ({', '.join(random_ops)}): eager and compiled draw different ones, "
+            "so outputs that depend on them differ by design")
+    return verdict
+
+
+# ---------------------------------------------------------------- the section
+
+def run_section(request: dict, events) -> dict[str, Any]:
+    device, settings = request["device"], request["settings"]
+    work = Path(request["work"])
+    plans = request["bundle_plan"]["graphs"]
+    events.emit("compile", f"loading the bundle's output code: {len(plans)} graph{'s' if len(plans) != 1 else ''} "
+                "(their kernels compile now)")
+    t = time.perf_counter()
+    graphs = [GraphRun(p, work, i) for i, p in enumerate(plans)]
+    compile_s = round(time.perf_counter() - t, 3)
+    eager, compiled = BundleStep(graphs, "eager"), BundleStep(graphs, "compiled")
+    first = make_set(graphs, device)
+    try:
+        compiled(copy_set(first))
+        eager(copy_set(first))
+    except BenchFailure:
+        raise
+    except Exception as exc:
+        raise BenchFailure("bundle_code", f"the bundle's code failed on inputs of the recorded shapes: "
+                           f"{exc.__class__.__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from exc
+    result: dict[str, Any] = {"from_bundle": {"graphs": [_graph_row(p) for p in plans],
+                                              **record_part(request["bundle_plan"])},
+                              "inputs": [f"{g.id}: " + ", ".join(_describe(s) for s in g.inputs) for g in graphs],
+                              "grad_mode": None, "eval": False, "compile_s": compile_s}
+    events.emit("correct", "compiled vs eager on fresh synthetic inputs")
+    result["correctness"] = correctness(graphs, eager, compiled, device)
+    sets, result["rotation"] = rotation(graphs, device, first, request["facts"].get("l2_bytes"))
+    events.emit("timing", "timing eager and compiled calls of the bundle's graphs, alternating")
+    result["pinned_cpu"] = pin_to_one_cpu()
+    reference = host_reference(request)
+    gate, loop_gate = HostGate(reference), HostGate(reference)
+    steps = {"eager": eager, "compiled": compiled}
+    timed = time_calls_pair(steps, sets, device, settings, gate)
+    loop_gate.cached_reference_us = gate.reference_us()
+    per_call = {name: sorted(xs)[len(xs) // 2] for name, xs in timed.items() if xs}
+    looped = _time_loop(steps, sets, device, loop_gate, per_call)
+    store_host_reference(request, loop_gate.reference_us())
+    for name, step in steps.items():
+        if device == "cpu" and name == "compiled":
+            for g in graphs:
+                g.name_cpp_kernels(True)
+        try:
+            extra = {"per_call_us": per_call.get(name)} if "per_call_us" in inspect.signature(profiled).parameters else {}
+            result[name] = profiled(request, name, step, sets, timed[name], looped[name], gate, loop_gate, events,
+                                    **extra)
+        finally:
+            for g in graphs:
+                g.name_cpp_kernels(False)
+    return result
+
+
+def _time_loop(steps: dict[str, BundleStep], sets: list, device: str, gate: HostGate,
+               per_call: dict[str, float]) -> dict[str, list[float]]:
+    """Back-to-back batches of about 50 ms (a model's whole training step can take that alone): the
+    timing module sizes them from the per-call medians where it can (per_call_us), else ``calls``."""
+    params = inspect.signature(time_loop).parameters
+    if "per_call_us" in params:
+        return time_loop(steps, sets, device, gate, per_call_us=per_call)
+    slowest = max(per_call.values(), default=1.0)
+    return time_loop(steps, sets, device, gate, calls=int(max(1, min(200, 50_000 / max(slowest, 1.0)))))
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    if spec["kind"] == "saved":
+        return f"{spec['name']} (saved by {spec['saved_from']['graph']})"
+    if spec["kind"] != "tensor":
+        return f"{spec['name']}={spec.get('value')!r}"
+    short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
+             "int32": "i32", "bool": "bool"}.get(spec["dtype"], spec["dtype"])
+    text = f"{short}[{', '.join(map(str, spec['shape']))}]"
+    return text + (f" {spec['low']}..{spec['high']}" if spec.get("high") is not None else "")
+
+
+def _graph_row(plan: dict[str, Any]) -> dict[str, Any]:
+    return {"graph": plan["graph"], "kind": plan["kind"], "eager_source": plan["eager_source"],
+            "int_inputs": [{"name": s["name"], "low": s["low"], "high": s["high"], "why": s.get("why", "")}
+                           for s in plan["inputs"] if s.get("high") is not None],
+            "saved_inputs": sum(1 for s in plan["inputs"] if s["kind"] == "saved"),
+            "random_ops": plan.get("random_ops") or []}

@@ -1,0 +1,171 @@
+"""Bench of a bundle alone (no function to rerun): the plan read from the bundle's output code and FX
+graphs (inputs, integer ranges, saved activations, the code refused), the consent it asks for, and
+one real CPU bench of an opened TORCH_TRACE (tests/fixtures/traces/mlp_train_cpu)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.bench import bundle_plan
+from kernelscope.bench.bundle_plan import PlanError, parse_fx, plan_bundle
+from kernelscope.bundle.io import read_bundle
+from tests.conftest import GPU_FIXTURES, REPO, kernelscope_cmd
+
+CPU_TRACE = REPO / "tests" / "fixtures" / "traces" / "mlp_train_cpu"
+QUICK = ("--reps", "5", "--budget", "0", "--warmup", "2", "--profile-calls", "3")
+
+
+@pytest.fixture(scope="session")
+def opened_cpu(tmp_path_factory) -> Path:
+    """`kernelscope open` of a real CPU training trace (forward + backward of an MLP)."""
+    out = tmp_path_factory.mktemp("opened") / "mlp_cpu"
+    proc = kernelscope_cmd("open", str(CPU_TRACE), "-o", str(out), "--no-ui")
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_plan_of_an_opened_training_trace(opened_cpu):
+    plan = plan_bundle(read_bundle(opened_cpu))
+    fwd, bwd = plan.graphs
+    assert (fwd.graph, bwd.graph) == ("0-0-forward", "0-0-backward")
+    assert plan.device == "cpu" and fwd.eager_source == "fx-aot"
+    assert [i.describe() for i in fwd.inputs] == ["f32[256, 512]", "f32[512, 1024]", "f32[1024, 512]"]
+    # the backward's saved activations are its forward's outputs of the same name; the tangent is made
+    assert [i.describe() for i in bwd.inputs] == [
+        "mm <- 0-0-forward output 1", "permute <- 0-0-forward output 2", "permute_1 <- 0-0-forward output 3",
+        "permute_2 <- 0-0-forward output 4", "f32[]"]
+
+
+def test_integer_ids_stay_below_the_embedding_rows():
+    # a real H200 GPT-2 inference graph: token ids feed an embedding of 50257 rows through a view
+    plan = plan_bundle(read_bundle(GPU_FIXTURES / "gpt2"))
+    ids = plan.graphs[0].inputs[0]
+    assert (ids.name, ids.low, ids.high) == ("arg0_1", 0, 50257)
+    assert "the rows of arg1_1" in ids.why
+
+
+GRAPH = '''class GraphModule(torch.nn.Module):
+    def forward(self, primals_1: "i64[8][1]cpu", primals_2: "f32[100, 4][4, 1]cpu", primals_3: "f32[8, 3][3, 1]cpu"):
+        view: "i64[8][1]cpu" = torch.ops.aten.view.default(primals_1, [-1])
+        gather_ids: "i64[8, 1][1, 1]cpu" = torch.ops.aten.unsqueeze.default(view, 1)
+        embedding: "f32[8, 4][4, 1]cpu" = torch.ops.aten.embedding.default(primals_2, view)
+        gather: "f32[8, 1][1, 1]cpu" = torch.ops.aten.gather.default(primals_3, 1, gather_ids)
+        {extra}
+        return (embedding, gather)
+'''
+
+
+def _ints(graph: str):
+    from kernelscope.bench.bundle_plan import InputPlan, _int_range
+
+    ids = InputPlan("primals_1", "tensor", [8], [1], "int64", "cpu")
+    _int_range(ids, parse_fx(graph), [ids])
+    return ids
+
+
+def test_integer_ids_take_the_smallest_table_they_index():
+    ids = _ints(GRAPH.format(extra=""))
+    assert (ids.low, ids.high) == (0, 3)  # gather along dim 1 of an [8, 3] tensor beats 100 embedding rows
+    assert "gather" in ids.why
+
+
+@pytest.mark.parametrize("line, words", [
+    ("import os", "Import"),
+    ("x = self._tensor_constant0", "self: a constant or submodule"),
+    ("y = open('/etc/passwd')", "calls something other than torch ops"),
+    ("y = os", "os, a name from outside the graph"),
+    ("z = torch.__class__", "dunder attribute __class__"),
+])
+def test_fx_code_other_than_plain_ops_is_refused(line, words):
+    with pytest.raises(PlanError, match=words.replace("(", r"\(")):
+        parse_fx(GRAPH.format(extra=line))
+
+
+def test_bench_of_someone_elses_trace_asks_first(opened_cpu, tmp_path):
+    proc = kernelscope_cmd("bench", str(opened_cpu), *QUICK)
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "graphs/0-0-forward/output_code.py" in line and "graphs/0-0-backward/fx_aot_backward.txt" in line
+    assert "--run-bundle-code" in line and "the trace's author" in line
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_bench_of_a_bundle_alone_refuses_another_device(opened_cpu):
+    proc = kernelscope_cmd("bench", str(opened_cpu), "--run-bundle-code", "--device", "cuda", *QUICK)
+    assert proc.returncode == 2
+    assert "compiled for cpu; it runs only there" in proc.stderr
+
+
+def test_consent_question_names_the_files_for_the_ui(opened_cpu):
+    question = bundle_plan.consent_question(read_bundle(opened_cpu))
+    assert "graphs/0-0-forward/output_code.py" in question and question.endswith("y/n")
+
+
+@pytest.fixture(scope="session")
+def opened_cpu_bench(opened_cpu, tmp_path_factory):
+    root = tmp_path_factory.mktemp("bundle-bench")
+    bundle = root / "mlp_cpu"
+    shutil.copytree(opened_cpu, bundle)
+    proc = kernelscope_cmd("bench", str(bundle), "--run-bundle-code", *QUICK,
+                           env={"KERNELSCOPE_CACHE_DIR": str(root / "cache"), "KERNELSCOPE_CACHE": str(root / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    return bundle, proc.stdout
+
+
+def test_bench_of_an_opened_cpu_trace_prints_eager_compiled_and_a_verdict(opened_cpu_bench):
+    bundle, out = opened_cpu_bench
+    lines = out.splitlines()
+    assert out.startswith("CPU: ")
+    assert "bench of the bundle alone (no function to rerun)" in out
+    assert any("synthetic inputs: random values of the recorded shapes" in x for x in lines)
+    measured = {x.split()[0]: x.split() for x in lines if x.startswith(("  eager ", "  compiled "))}
+    assert set(measured) == {"eager", "compiled"}
+    assert any(x.startswith("correctness OK") for x in lines), out
+    assert "cpp_fused_gelu_0" in out and "cpp_fused_gelu_gelu_backward_1" in out
+    run = read_bundle(bundle).extra["bench"]["run"]
+    # every compiled launch of both graphs was timed (the C++ kernels too) and the times add up
+    assert len(run["per_kernel"]) == 9 and all(r["us"] for r in run["per_kernel"])
+    assert run["sum_check"]["untimed"] == 0
+    # eager ran the AOT graphs: its computed count is theirs, and the profiler saw their ops
+    assert run["counts"]["eager"]["sources"] == ["0-0-backward: fx-aot", "0-0-forward: fx-aot"]
+    assert {"aten::mm", "aten::erf"} <= {k["name"] for k in run["eager"]["kernels"]}
+    assert run["from_bundle"]["graphs"][1]["saved_inputs"] == 4
+
+
+def test_report_says_the_inputs_were_synthetic(opened_cpu_bench):
+    bundle, _ = opened_cpu_bench
+    proc = kernelscope_cmd("report", str(bundle), "--format", "md")
+    assert proc.returncode == 0, proc.stderr
+    assert "bench of the bundle alone" in proc.stdout and "synthetic inputs" in proc.stdout
+    assert "sum check OK" in proc.stdout
+
+
+def test_bench_view_asks_before_running_a_bundles_code(opened_cpu):
+    import asyncio
+
+    async def scenario():
+        from textual.app import App
+
+        from kernelscope.ui.screens.dialogs import ConfirmScreen
+        from kernelscope.ui.widgets.bench_view import BenchView
+
+        class Host(App):
+            def compose(self):
+                yield BenchView(read_bundle(opened_cpu))
+
+        async with Host().run_test(size=(120, 40)) as pilot:
+            view = pilot.app.query_one(BenchView)
+            view.focus()
+            await pilot.press("r")
+            await pilot.pause()
+            assert isinstance(pilot.app.screen, ConfirmScreen)
+            assert "graphs/0-0-backward/output_code.py" in pilot.app.screen.question
+            await pilot.press("n")
+            await pilot.pause()
+            assert not view.running and not view.settings.run_bundle_code
+            assert "not run" in str(pilot.app.query_one("#bench-status").render())
+
+    asyncio.run(scenario())
