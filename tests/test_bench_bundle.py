@@ -169,3 +169,19 @@ def test_bench_view_asks_before_running_a_bundles_code(opened_cpu):
             assert "not run" in str(pilot.app.query_one("#bench-status").render())
 
     asyncio.run(scenario())
+
+
+def test_a_difference_that_dropout_explains_is_not_judged_and_long_problem_lists_are_cut():
+    from kernelscope.bench.tables import correctness_lines
+
+    c = {"ok": False, "judged": False, "not_judged": "the graphs draw random numbers (inductor_random): eager and "
+         "compiled draw different ones", "problems": [f"0-0-backward output {i}: differs" for i in range(27)],
+         "compared": "every graph's outputs", "seed": 1, "nan_eager": 0, "nan_compiled": 0,
+         "max_abs_err": 5.2e5, "max_rel_err": 3.4e3, "rule": "cosine similarity to eager >= 0.99"}
+    lines = correctness_lines({"correctness": c})
+    assert lines[1].startswith("correctness NOT JUDGED: the graphs draw random numbers")
+    assert not any("MISMATCH" in line for line in lines)
+    assert "0-0-backward output 7: differs" in "\n".join(lines) and "output 8: differs" not in "\n".join(lines)
+    assert lines[-1].strip().startswith("… and 19 more")
+    c.pop("judged")
+    assert correctness_lines({"correctness": c})[1].startswith("correctness MISMATCH")

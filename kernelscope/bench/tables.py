@@ -379,8 +379,11 @@ def correctness_lines(rec: dict[str, Any]) -> list[str]:
         out.append(verdict_line(c))
         out.append(f"  compared {c.get('compared')} (seed {c.get('seed')}); NaN eager {c.get('nan_eager')} / "
                    f"compiled {c.get('nan_compiled')}")
-        for p in c.get("problems", []):
+        problems = c.get("problems") or []
+        for p in problems[:8]:
             out.append(f"  {p}")
+        if len(problems) > 8:  # a training graph has dozens of outputs: the first say what is wrong
+            out.append(f"  … and {len(problems) - 8} more (bundle.json: extra.bench.run.correctness.problems)")
     for note in rec.get("notes", []):
         out.append(f"note: {note}")
     return out
@@ -388,6 +391,8 @@ def correctness_lines(rec: dict[str, Any]) -> list[str]:
 
 def verdict_line(c: dict[str, Any]) -> str:
     """One line: the verdict, both errors against float64 (or the fallback and why) and the rule."""
+    if c.get("judged") is False:  # outputs that differ by design (random numbers drawn apart): no verdict
+        return f"correctness NOT JUDGED: {c.get('not_judged') or 'the outputs differ by design'}"
     status = "OK" if c.get("ok") else "MISMATCH"
     head = f"correctness {status}: "
     if c.get("compiled_rmse") is not None:
