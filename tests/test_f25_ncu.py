@@ -73,3 +73,16 @@ def test_ncu_kernels_names_must_exist(ref_bundles):
                                                              "triton_per_fused_sum_2"]
     with pytest.raises(ncu.NcuError, match="--ncu-kernels nope: no Triton kernel"):
         ncu.choose_kernels(b, ["nope"])
+
+
+def test_a_duration_in_microseconds_is_scaled_and_similar_names_keep_their_ends():
+    # Under --set full ncu printed "Duration","us","13.41" (the H200 run of a GPT-2 showed 0.0 µs before this)
+    launch = ncu.parse_details((NCU / "ncu_basic.csv").read_text())["triton_poi_fused_add_relu_0"][0]
+    key = ("GPU Speed Of Light Throughput", "Duration")
+    launch["metrics"][key] = ("13.41", "us")
+    c = ncu.kernel_counters(launch)
+    assert c["duration_ns"] == pytest.approx(13410)
+    rows = [{"name": f"triton_per_fused_add_addmm_native_layer_norm_view_{i}", "kernel_id": f"g/k{i}",
+             "profiled": 1, **c, "samples": 0, "triton_lines": [], "user_lines": []} for i in (6, 7)]
+    text = ncu.ncu_text({"kernels": rows, "seconds": 1.0})
+    assert "…_layer_norm_view_6" in text and "…_layer_norm_view_7" in text and "13.4" in text

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelscope.units import shorten_middle
+
 DEFAULT_KERNELS = 3
 NCU_TIMEOUT_S = 240
 _OFFSET = re.compile(r"/\*([0-9a-f]{4,})\*/")
@@ -143,12 +145,19 @@ COUNTERS = (
 )
 
 
+_NS_PER = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "µs": 1e3, "ms": 1e6, "msecond": 1e6,
+           "s": 1e9, "second": 1e9}
+
+
 def kernel_counters(launch: dict[str, Any]) -> dict[str, Any]:
     """Speed of Light, occupancy and the stall reasons ncu's rules name, for one profiled launch."""
     out: dict[str, Any] = {"block": launch["block"], "grid": launch["grid"]}
     for key, section, metric in COUNTERS:
         value = launch["metrics"].get((section, metric))
         out[key] = _number(value[0]) if value else None
+        if key == "duration_ns" and value and out[key] is not None:
+            # ncu scales a duration's unit to its size (ns, us, ms; "usecond" in older releases)
+            out[key] *= _NS_PER.get(str(value[1]).strip().lower(), 1.0)
     stalls = []
     for _section, _rule, _type, text in launch["rules"]:
         m = re.search(r"spends ([\d.]+) cycles being stalled (.+?)(?: \(|\.\s|\.$)", text)
@@ -318,14 +327,14 @@ def ncu_text(record: dict[str, Any]) -> str:
     out.append(f"  {'kernel':<44} {'mem%':>6} {'dram%':>6} {'sm%':>6} {'occ%':>6} {'µs':>8}")
     for k in record["kernels"]:
         if k.get("missing"):
-            out.append(f"  {k['name'][:44]:<44} {k['missing']}")
+            out.append(f"  {shorten_middle(k['name'], 44):<44} {k['missing']}")
             continue
 
         def f(x: Any) -> str:
             return f"{x:.1f}" if isinstance(x, (int, float)) else "-"
 
         dur = k.get("duration_ns")
-        out.append(f"  {k['name'][:44]:<44} {f(k.get('memory_pct')):>6} {f(k.get('dram_pct')):>6} "
+        out.append(f"  {shorten_middle(k['name'], 44):<44} {f(k.get('memory_pct')):>6} {f(k.get('dram_pct')):>6} "
                    f"{f(k.get('compute_pct')):>6} {f(k.get('achieved_occupancy_pct')):>6} "
                    f"{f(dur / 1000 if dur else None):>8}")
         for s in k.get("stalls", []):
