@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
 from kernelscope.bench import tables
 from kernelscope.bench.launches import named_times
 from kernelscope.bench.timing import HostGate, loop_calls, time_calls_pair, time_loop
@@ -165,3 +167,17 @@ def test_the_l2_flush_runs_before_every_triton_launch_and_the_hook_is_undone():
         with pytest.raises(AttributeError):  # not a real kernel: the launch itself fails, after the flush
             cls.run(object(), stream=0)
     assert flushes == ["flush"] and cls.run is original
+
+
+def test_a_kernel_linked_to_nothing_has_no_launch_group_even_when_an_op_has_id_0():
+    from types import SimpleNamespace
+
+    pytest.importorskip("torch")
+    from kernelscope.bench.profiling import linked_group
+
+    op0 = SimpleNamespace(id=0, name="aten::mm", cpu_parent=None)
+    op7 = SimpleNamespace(id=7, name="aten::addmm", cpu_parent=SimpleNamespace(id=6, name="aten::linear", cpu_parent=None))
+    ops = {0: op0, 7: op7}
+    assert linked_group(0, ops) is None  # torch 2.11: no linked_correlation_id, read as 0
+    assert linked_group(7, ops) == 6  # walked up to the outermost ATen op
+    assert linked_group(9, ops) is None

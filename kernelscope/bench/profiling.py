@@ -61,7 +61,7 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> tuple[list
             if e.device_type != torch.autograd.DeviceType.CUDA:
                 continue
             linked = getattr(e, "linked_correlation_id", 0) or 0
-            group = launch_group(ops.get(linked))
+            group = linked_group(linked, ops)
             via = runtime.get(e.id, "") or ("cudaGraphLaunch" if linked in graph_ops else "")
             info = {"op": ops[group].name if group in ops else "", "via": via}
             rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(), group, info))
@@ -79,6 +79,14 @@ def profile_calls(step: Step, sets: list, device: str, calls: int) -> tuple[list
             rows.append((e.time_range.start, e.name, e.time_range.elapsed_us(), e.id, {}))
     rows.sort(key=lambda r: r[0])
     return [(name, us, group, info) for _, name, us, group, info in rows], launches
+
+
+def linked_group(linked: int, ops: dict[int, Any]) -> Any:
+    """The launch group of a device kernel linked to CPU op ``linked``; None when it is linked to nothing.
+    torch 2.11's FunctionEvent has no linked_correlation_id at all (read as 0): 0 must not look up a CPU
+    op whose id happens to be 0, which put every kernel of a call in one group, so that an extern call
+    after another one (a matmul after an attention) lost its kernels to it (seen on the H200)."""
+    return launch_group(ops.get(linked)) if linked else None
 
 
 def launch_group(op) -> Any:
