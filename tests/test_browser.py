@@ -124,7 +124,7 @@ class Chromium:
         fut = asyncio.get_running_loop().create_future()
         self.pending[self._id] = fut
         await ws.send_json({"id": self._id, "method": method, "params": params})
-        reply = await asyncio.wait_for(fut, 20)
+        reply = await asyncio.wait_for(fut, 60)  # generous: CI shares 2 cores with session fixtures
         assert "error" not in reply, f"{method}: {reply['error']}"
         return reply.get("result", {})
 
@@ -133,7 +133,7 @@ class Chromium:
                                  returnByValue=True)
         return result["result"].get("value")
 
-    async def wait_for(self, expression: str, timeout: float = 20) -> None:
+    async def wait_for(self, expression: str, timeout: float = 60) -> None:
         deadline = time.time() + timeout
         while time.time() < deadline:
             if await self.js(expression):
@@ -149,7 +149,7 @@ class Chromium:
         await self.send(self.page, "Input.dispatchKeyEvent", **down)
         await self.send(self.page, "Input.dispatchKeyEvent", type="keyUp", key=key, code=code, windowsVirtualKeyCode=vk)
 
-    async def screenshot_svg(self, timeout: float = 20) -> str:
+    async def screenshot_svg(self, timeout: float = 60) -> str:
         """Press S and read the SVG the app delivers to the browser's downloads (S again every 5 s
         while none came: a machine under load may still be drawing the first frame)."""
         before = set(self.downloads.glob("*.svg"))
