@@ -7,11 +7,17 @@ the CPU capture runs a real torch.compile (about 20-30 s on a 2-core machine) on
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+# A suite started under nohup inherits SIGHUP ignored, and so would every kernelscope it starts: the
+# hangup tests (tests/test_hostile_*.py) need the default a terminal session has.
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "tests" / "fixtures" / "reference"  # trimmed H200 reference captures (see its README)
