@@ -9,12 +9,17 @@ and attention.cpp's composite.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from kernelscope.capture.preview_patches import GpuSpec
+
+class GpuSpec(Protocol):
+    """What the chooser reads of capture/preview_patches.py's GpuSpec (named here, not imported: that
+    module imports this one)."""
+
+    major: int
+    minor: int
 
 # torch.nn.attention.SDPBackend values (the C++ sdp::SDPBackend enum)
 MATH, FLASH, EFFICIENT, CUDNN = 0, 1, 2, 3
