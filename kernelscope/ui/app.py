@@ -122,8 +122,6 @@ class KernelscopeApp(App):
             # as long as it does: frozen too, a full collection (every few keys while moving through a
             # model's kernels) no longer walks it, which took up to ~100 ms at a time on a 12-layer GPT-2.
             gc.freeze()
-        if self.theme_problem:
-            self.notify(self.theme_problem, severity="warning")
             # And full collections ten times rarer: caches of drawn lines fill as one moves (tens of thousands
             # of small objects), and each full collection walked them all again (50-100 ms, every ~12 keys).
             # Young collections rarer too: the explorer freezes what each move drew (ui/gcpolicy.py), so
