@@ -28,7 +28,7 @@ from kernelscope.bench import torch_private
 from kernelscope.bench.bundle_plan import fx_source, record_part
 from kernelscope.bench.correctness import compare
 from kernelscope.bench.profiling import profiled
-from kernelscope.bench.step import BenchFailure
+from kernelscope.bench.step import BenchFailure, rotated
 from kernelscope.bench.timing import (
     HostGate,
     host_reference,
@@ -37,7 +37,6 @@ from kernelscope.bench.timing import (
     time_calls_pair,
     time_loop,
 )
-from kernelscope.units import fmt_bytes
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
@@ -183,17 +182,8 @@ class BundleStep:
 
 
 def rotation(graphs: list[GraphRun], device: str, first: list, cache_bytes: int | None) -> tuple[list, dict]:
-    """Input sets cycled through so that small inputs are not served from cache (as step.rotation_sets)."""
-    size = set_bytes(first)
-    info: dict[str, Any] = {"input_bytes": size, "cache_bytes": cache_bytes, "sets": 1}
-    if not cache_bytes or not size or size >= 2 * cache_bytes:
-        info["why"] = "inputs larger than twice the cache: not rotated" if cache_bytes else "cache size unknown"
-        return [first], info
-    budget = 1 << 30 if device == "cuda" else 1 << 28
-    sets = int(min(64, max(2, math.ceil(4 * cache_bytes / size)), max(1, budget // size)))
-    out = [first] + [make_set(graphs, device) for _ in range(sets - 1)]
-    info.update(sets=len(out), why=f"inputs fit in the {fmt_bytes(cache_bytes)} cache: {len(out)} sets rotated")
-    return out, info
+    """Input sets cycled through so that small inputs are not served from cache (step.rotated)."""
+    return rotated(first, set_bytes(first), device, cache_bytes, lambda: make_set(graphs, device))
 
 
 # ---------------------------------------------------------------- correctness

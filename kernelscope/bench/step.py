@@ -121,15 +121,20 @@ def input_bytes(inputs: tuple) -> int:
     return sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
 
 
-def rotation_sets(request: dict, module, device: str, first: tuple, cache_bytes: int | None) -> tuple[list, dict]:
-    """Input sets to cycle through so that a small input is not served from cache on every call."""
-    size = input_bytes(first)
+def rotated(first: Any, size: int, device: str, cache_bytes: int | None, make) -> tuple[list, dict]:
+    """Input sets to cycle through so that a small input is not served from cache on every call:
+    ``first`` and more from ``make()``, as many as fill 4x the cache (at most 64, within a memory budget)."""
     info: dict[str, Any] = {"input_bytes": size, "cache_bytes": cache_bytes, "sets": 1}
     if not cache_bytes or not size or size >= 2 * cache_bytes:
         info["why"] = "inputs larger than twice the cache: not rotated" if cache_bytes else "cache size unknown"
         return [first], info
     budget = 1 << 30 if device == "cuda" else 1 << 28
     sets = int(min(64, max(2, math.ceil(4 * cache_bytes / size)), max(1, budget // size)))
-    out = [first] + [make_inputs(request, module, device) for _ in range(sets - 1)]
+    out = [first] + [make() for _ in range(sets - 1)]
     info.update(sets=len(out), why=f"inputs fit in the {fmt_bytes(cache_bytes)} cache: {len(out)} sets rotated")
     return out, info
+
+
+def rotation_sets(request: dict, module, device: str, first: tuple, cache_bytes: int | None) -> tuple[list, dict]:
+    """The function bench's input sets (see rotated)."""
+    return rotated(first, input_bytes(first), device, cache_bytes, lambda: make_inputs(request, module, device))
