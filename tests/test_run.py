@@ -268,3 +268,16 @@ def test_record_private_torch_names_still_exist():
             "      len(fresh_compile_patches()) >= 2, isinstance(interned_strings(), dict))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.stdout.split() == ["True"] * 6, out.stderr[-2000:]
+
+
+def test_run_origin_names_the_script_however_deep_the_interpreter():
+    """A CI checkout's venv python is a long path; the line still ends with the script and its flags."""
+    from kernelscope.bundle.origin import command_text
+
+    deep = "/check/work/main/" + "x/" * 40 + ".venv/bin/python3.12"
+    target = {"origin": "run", "command": [deep, "/srv/jobs/train.py", "--tag", "nightly"]}
+    assert command_text(target) == "python3.12 /srv/jobs/train.py --tag nightly"
+    long = {"origin": "run", "command": ["python", "train.py"] + [f"--opt{i}=v" for i in range(30)]}
+    text = command_text(long)
+    assert len(text) == 100 and text.startswith("python train.py --opt0=v") and text.endswith("--opt29=v")
+    assert "…" in text

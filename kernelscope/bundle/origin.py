@@ -26,9 +26,19 @@ def origin_of(target: dict[str, Any]) -> str:
 
 
 def command_text(target: dict[str, Any], limit: int = 100) -> str:
+    """The command as a shell line: the program by its name (``python``, not the venv's full path),
+    and, past ``limit``, cut in the middle so the script and its arguments (the tail) stay readable."""
     command = target.get("command")
-    text = shlex.join(str(a) for a in command) if isinstance(command, list) else str(target.get("spec", ""))
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    if isinstance(command, list) and command:
+        argv = [str(a) for a in command]
+        argv[0] = argv[0].rsplit("/", 1)[-1] or argv[0]
+        text = shlex.join(argv)
+    else:
+        text = str(target.get("spec", ""))
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    return text[:head] + "…" + text[len(text) - (limit - head - 1):]
 
 
 def origin_line(target: dict[str, Any]) -> str:
