@@ -271,13 +271,15 @@ def test_record_private_torch_names_still_exist():
 
 
 def test_run_origin_names_the_script_however_deep_the_interpreter():
-    """A CI checkout's venv python is a long path; the line still ends with the script and its flags."""
+    """A CI checkout's venv python is a long path; the line still names the script and its flags."""
     from kernelscope.bundle.origin import command_text
 
     deep = "/check/work/main/" + "x/" * 40 + ".venv/bin/python3.12"
     target = {"origin": "run", "command": [deep, "/srv/jobs/train.py", "--tag", "nightly"]}
     assert command_text(target) == "python3.12 /srv/jobs/train.py --tag nightly"
+    script = "/check/work/main/" + "deep/" * 30 + "train_hf.py"
+    target = {"origin": "run", "command": [deep, script, "--layers", "1", "--device", "cpu"]}
+    assert command_text(target) == "python3.12 …/train_hf.py --layers 1 --device cpu"
     long = {"origin": "run", "command": ["python", "train.py"] + [f"--opt{i}=v" for i in range(30)]}
     text = command_text(long)
-    assert len(text) == 100 and text.startswith("python train.py --opt0=v") and text.endswith("--opt29=v")
-    assert "…" in text
+    assert len(text) == 100 and text.startswith("python train.py --opt0=v --opt1=v") and text.endswith("…")

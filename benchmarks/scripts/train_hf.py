@@ -1,7 +1,8 @@
 """A training script as users write them, for ``kernelscope run`` (scripts/gpu_check_b26.sh): argparse
 flags, a transformers GPT-2 built from a config, AdamW, torch.compile on the model, and a loop over
-random token batches that never ends unless ``--steps`` says so. The loss is computed here, on this
-file's lines, from the compiled model's logits.
+random token batches that never ends unless ``--steps`` says so. The compiled step is this file's
+``loss_of`` (the model's forward and the cross entropy on its logits), so its kernels land on the
+library's lines and on this file's own.
 
     kernelscope run --graphs 2 --no-ui -o /tmp/x -- python3 benchmarks/scripts/train_hf.py --layers 2
 """
@@ -35,12 +36,17 @@ def main() -> None:
                         n_positions=max(args.seq, 256))
     model = GPT2LMHeadModel(config).to(args.device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
-    compiled = torch.compile(model)
+
+    def loss_of(ids: torch.Tensor) -> torch.Tensor:
+        logits = model(input_ids=ids).logits
+        shifted = logits[:, :-1].reshape(-1, args.vocab).float()
+        return F.cross_entropy(shifted, ids[:, 1:].reshape(-1))
+
+    compiled = torch.compile(loss_of)
     steps = range(args.steps) if args.steps else itertools.count()
     for step in steps:
         ids = torch.randint(0, args.vocab, (args.batch, args.seq), device=args.device)
-        logits = compiled(input_ids=ids).logits
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, args.vocab), ids[:, 1:].reshape(-1))
+        loss = compiled(ids)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)

@@ -26,19 +26,20 @@ def origin_of(target: dict[str, Any]) -> str:
 
 
 def command_text(target: dict[str, Any], limit: int = 100) -> str:
-    """The command as a shell line: the program by its name (``python``, not the venv's full path),
-    and, past ``limit``, cut in the middle so the script and its arguments (the tail) stay readable."""
+    """The command as a shell line: the program by its name (``python``, not the venv's full path);
+    past ``limit``, long paths as ``…/train.py`` (the script's name is what tells runs apart), then
+    cut at the end."""
     command = target.get("command")
-    if isinstance(command, list) and command:
-        argv = [str(a) for a in command]
-        argv[0] = argv[0].rsplit("/", 1)[-1] or argv[0]
-        text = shlex.join(argv)
-    else:
+    if not (isinstance(command, list) and command):
         text = str(target.get("spec", ""))
-    if len(text) <= limit:
-        return text
-    head = limit // 3
-    return text[:head] + "…" + text[len(text) - (limit - head - 1):]
+        return text if len(text) <= limit else text[:limit - 1] + "…"
+    argv = [str(a) for a in command]
+    argv[0] = argv[0].rsplit("/", 1)[-1] or argv[0]
+    text = shlex.join(argv)
+    if len(text) > limit:
+        text = " ".join("…/" + shlex.quote(a.rsplit("/", 1)[-1]) if "/" in a.rstrip("/") and len(a) > 24
+                        else shlex.quote(a) for a in argv)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def origin_line(target: dict[str, Any]) -> str:
