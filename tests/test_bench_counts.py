@@ -170,3 +170,20 @@ def test_counts_text_when_no_bench_ran(ref_bundles):
     text = tables.bench_text(None, counts_dict(read_bundle(ref_bundles["add_relu"])))
     assert "No bench has run" in text
     assert "Computed from the graphs" in text
+
+
+def test_count_difference_names_what_the_device_has():
+    """On a GPU extra kernels are library kernels (cuBLAS split-K ...); on the CPU the profiler counts ATen
+    calls, so a CPU bench never blames cuBLAS."""
+    from kernelscope.bench.explain import explain_counts
+
+    counts = {"eager": {"kernels": 10}, "compiled": {"kernels": 3}}
+
+    def rec(device):
+        return {"device": {"device": device}, "eager": {"launches_per_call": 12, "kernels": []},
+                "compiled": {"launches_per_call": 3}, "per_kernel": []}
+
+    cpu = explain_counts(counts, rec("cpu"), [])["eager"]["reasons"][0]
+    gpu = explain_counts(counts, rec("cuda"), [])["eager"]["reasons"][0]
+    assert cpu.startswith("2 more kernels than ops") and "cuBLAS" not in cpu and "CPU profiler counts calls" in cpu
+    assert "cuBLAS split-K" in gpu

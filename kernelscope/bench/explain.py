@@ -43,9 +43,13 @@ def explain_counts(counts: dict[str, Any], rec: dict[str, Any], unclaimed: list[
     if memsets:
         reasons.append(f"{memsets:g} memset/memcpy kernels per call (zeroing or copying buffers; no op of the graph)")
     rest = measured - memsets - computed
+    device = rec.get("device")
+    on_cpu = isinstance(device, dict) and device.get("device") == "cpu"
     if rest > 0:
-        reasons.append(f"{rest:g} more kernels than ops: library ops that run several kernels (cuBLAS split-K + "
-                       "reduce, attention, layer norm forward) or ops the graph shows as one call")
+        several = ("top-level ATen calls the graph does not list as ops (the CPU profiler counts calls, not kernels)" if on_cpu
+                   else "library ops that run several kernels (cuBLAS split-K + reduce, attention, layer norm "
+                        "forward)")
+        reasons.append(f"{rest:g} more kernels than ops: {several} or ops the graph shows as one call")
     elif rest < 0:
         reasons.append(f"{-rest:g} ops launched nothing measured: views and reshapes of contiguous tensors, "
                        "ops on Python numbers, or ops fused inside another library call (linear = addmm)")
