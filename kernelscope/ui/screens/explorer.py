@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container
@@ -24,6 +24,7 @@ from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.panes.kernels import KernelsPane
+from kernelscope.ui.screens.resume import first_resume_styled
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
 from kernelscope.ui.widgets.code_view import CodeView
@@ -171,7 +172,8 @@ class ExplorerScreen(Screen):
     def on_resize(self) -> None:
         self._apply_layout()
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        first_resume_styled(self, event)
         self._apply_layout()
 
     def _wanted_layout(self) -> str:

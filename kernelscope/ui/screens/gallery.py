@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -16,6 +16,7 @@ from textual.widgets.option_list import Option
 from kernelscope.ui.capture_request import CaptureRequest
 from kernelscope.ui.footer_order import pane_keys_first
 from kernelscope.ui.messages import CaptureRequested, EditRequested, OpenAnything, OpenBundle, RecompileRequested
+from kernelscope.ui.screens.resume import first_resume_styled
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.key_footer import KeyFooter
@@ -100,8 +101,9 @@ class GalleryScreen(Screen):
         if not self.recent:
             recent.add_option(Option("(none yet: captures land in the kernelscope cache)", disabled=True))
 
-    def on_screen_resume(self) -> None:
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Back from a capture (or anything else): list the captures made since."""
+        first_resume_styled(self, event)
         from kernelscope.ui.paths import recent_captures
 
         found = recent_captures()
