@@ -184,6 +184,7 @@ class ProgramRun:
         self.on_event = on_event
         self.work_root = work_root
         self.events: list[dict[str, Any]] = []
+        self.work: Path | None = None  # the private work folder while the program runs (its stdout.txt)
         self._proc: subprocess.Popen | None = None
         self._stop_reason = ""
         self._stop_lock = threading.Lock()
@@ -206,15 +207,40 @@ class ProgramRun:
         if self.on_event is not None:
             self.on_event(event)
 
+    def _tell(self, phase: str, message: str) -> None:
+        """This side's own progress (the program started, the bundle is being written) to ``on_event``."""
+        if self.on_event is not None:
+            try:
+                self.on_event({"phase": phase, "message": message, "time": round(time.time(), 3)})
+            except Exception:
+                pass
+
+    def last_output(self, lines: int = 5, limit: int = 200) -> list[str]:
+        """The program's last ``lines`` lines of stdout so far (its prints), while it runs; [] after."""
+        work = self.work
+        if work is None:
+            return []
+        try:
+            with open(work / "stdout.txt", "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - 8192))
+                text = fh.read().decode("utf-8", "replace")
+        except OSError:
+            return []
+        got = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+        return [ln[:limit] for ln in got[-lines:]] if lines > 0 else []
+
     def run(self) -> RunResult:
         script = check_command(self.command)
         check_out(self.out, replace=self.replace)
         t0 = time.time()
-        work = make_work_dir(WORK_PREFIX)
+        work = self.work = make_work_dir(WORK_PREFIX)
         try:
             rc = self._run_program(work)
+            self._tell("collect", f"writing the bundle to {self.out}")
             return self._collect(work, script, rc, time.time() - t0)
         finally:
+            self.work = None
             shutil.rmtree(work, ignore_errors=True)
 
     def _run_program(self, work: Path) -> int | None:
@@ -233,8 +259,11 @@ class ProgramRun:
             except OSError as exc:  # found by which() but cannot start (a bad interpreter line)
                 raise RunError(f"{self.command[0]}: cannot start it ({exc.strerror or exc})") from exc
             track(proc)
+            if self._stop_reason:  # cancelled before it started: _stop found no process to kill
+                kill_group(proc)
             os.close(write_fd)
             write_fd = -1
+            self._tell("start", f"{Path(self.command[0]).name} started (pid {proc.pid})")
             reader = threading.Thread(target=read_events, args=(read_fd, self.events, self._event), daemon=True)
             reader.start()
             return self._wait(proc, work)
@@ -349,8 +378,9 @@ class ProgramRun:
             write_bundle_from_work(work, staging, bundle, user_file=script or "", traces=traces)
             if not bundle.graphs:
                 bundle.status, bundle.error_kind = "failed", "no_graph"
-                bundle.error = (f"{NO_GRAPH}: {why}" + ("" if failed else "; does the program call torch.compile, "
-                                                         "and does it reach the compiled code?"))
+                hint = (" before the program compiled its first graph" if stopped in ("cancelled", "interrupted")
+                        else "; does the program call torch.compile, and does it reach the compiled code?")
+                bundle.error = f"{NO_GRAPH}: {why}{hint}"
                 if failed:
                     bundle.error = f"{NO_GRAPH}: {failed}"
             elif failed:
