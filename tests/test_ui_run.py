@@ -69,6 +69,7 @@ def cancelled_mid_run(tmp_path_factory):
             seen["status"] = text_of(app, "#run-status")
             seen["output"] = text_of(app, "#run-output")
             seen["keys"] = text_of(app, "#run-keys")
+            seen["footer"] = [b.binding.description for b in app.active_bindings.values() if b.binding.show]
             await pilot.press("c")
             await wait_for(pilot, lambda: isinstance(app.screen, ExplorerScreen), 120, "the explorer")
             await pilot.pause()
@@ -90,11 +91,12 @@ def test_progress_screen_shows_the_run_at_once(cancelled_mid_run):
     seen = cancelled_mid_run
     assert seen["first_screen"] == "RunScreen"  # the UI opened before anything compiled
     assert seen["title"].startswith("Running python") and seen["title"].endswith("--pointwise --tag ks-ui-run-cancel")
-    assert seen["stop"] == "stops when: the program ends by itself, or on Cancel (c)"
+    assert seen["stop"] == "stops: when the program ends · or c (cancel)"
     assert "graph 1 generated" in seen["phases"] and "started (pid " in seen["phases"]
     assert seen["status"].startswith("graphs 1 · ") and seen["status"].endswith(" s")
     assert "step 2" in seen["output"]  # the program's own prints, while it runs
     assert seen["keys"].startswith("c / escape: cancel")
+    assert "Cancel" in seen["footer"] and "Quit" not in seen["footer"]
 
 
 def test_cancel_opens_the_explorer_on_what_compiled(cancelled_mid_run):
@@ -126,6 +128,8 @@ def test_cancel_before_any_graph_says_no_graph_compiled(tmp_path):
             await wait_for(pilot, lambda: app.screen.state == "failed", 60, "the cancel")
             seen["status"] = text_of(app, "#run-status")
             seen["keys"] = text_of(app, "#run-keys")
+            seen["phases"] = text_of(app, "#run-phases")
+            seen["footer"] = [b.binding.description for b in app.active_bindings.values() if b.binding.show]
             seen["alive"] = _alive_with(tag)
             await pilot.press("escape")  # quits, as a failed run's exit status
             await pilot.pause()
@@ -135,6 +139,8 @@ def test_cancel_before_any_graph_says_no_graph_compiled(tmp_path):
     assert seen["alive_before"], "the program was not running when cancelled"
     assert seen["status"] == "✗ no graph compiled: stopped: cancelled before the program compiled its first graph"
     assert seen["keys"] == "enter: open the failed bundle (its logs) · escape: quit"
+    assert "✗ ended    stopped: cancelled" in seen["phases"] and "wrote the bundle to" in seen["phases"]
+    assert "Quit" in seen["footer"] and "Open bundle" in seen["footer"] and "Cancel" not in seen["footer"]
     assert seen["alive"] == [] and _alive_with(tag) == []
     assert app.return_code == 2
     assert json.loads((out / "bundle.json").read_text())["target"]["stopped"]["reason"] == "cancelled"
@@ -173,6 +179,7 @@ def test_crashing_program_shows_its_error_and_opens_the_failed_bundle(tmp_path):
                            "the crash")
             seen["status"] = text_of(app, "#run-status")
             seen["keys"] = text_of(app, "#run-keys")
+            seen["phases"] = text_of(app, "#run-phases")
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, ExplorerScreen), 20, "the explorer")
             seen["error"] = app.screen.bundle.error
@@ -182,8 +189,14 @@ def test_crashing_program_shows_its_error_and_opens_the_failed_bundle(tmp_path):
     assert seen["status"].startswith("✗ no graph compiled: the program exited with status 1: "
                                      "RuntimeError: loss went NaN at step 0")
     assert seen["keys"].startswith("enter: open the failed bundle")
+    assert "✗ ended    the program exited with status 1" in seen["phases"]
     assert seen["error"].startswith("no graph compiled: the program exited with status 1")
     assert "Traceback (most recent call last)" in (out / "logs" / "stderr.txt").read_text()
+
+
+def test_stop_condition_says_the_flags():
+    job = RunJob([sys.executable, LOOP], "/nonexistent/out", graphs=2, timeout=90)
+    assert job.stop_condition() == "stops: 2 graphs compiled and called once · after 90 s · or c (cancel)"
 
 
 def test_cancel_before_the_program_started_still_stops_it(tmp_path):

@@ -188,6 +188,7 @@ class ProgramRun:
         self._proc: subprocess.Popen | None = None
         self._stop_reason = ""
         self._stop_lock = threading.Lock()
+        self._program_ended = False
 
     def _stop(self, reason: str) -> None:
         """Stop the program (once) for ``reason``; its whole process group goes."""
@@ -199,7 +200,8 @@ class ProgramRun:
             kill_group(proc)
 
     def cancel(self) -> None:
-        self._stop("cancelled")
+        if not self._program_ended:  # a cancel while the bundle is written changes nothing (the UI closing)
+            self._stop("cancelled")
 
     def _event(self, event: dict[str, Any]) -> None:
         if event.get("phase") == "stopped":
@@ -215,20 +217,10 @@ class ProgramRun:
             except Exception:
                 pass
 
-    def last_output(self, lines: int = 5, limit: int = 200) -> list[str]:
+    def last_output(self, lines: int = 5) -> list[str]:
         """The program's last ``lines`` lines of stdout so far (its prints), while it runs; [] after."""
         work = self.work
-        if work is None:
-            return []
-        try:
-            with open(work / "stdout.txt", "rb") as fh:
-                fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 8192))
-                text = fh.read().decode("utf-8", "replace")
-        except OSError:
-            return []
-        got = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
-        return [ln[:limit] for ln in got[-lines:]] if lines > 0 else []
+        return tail_lines(work / "stdout.txt", lines) if work is not None else []
 
     def run(self) -> RunResult:
         script = check_command(self.command)
@@ -237,6 +229,7 @@ class ProgramRun:
         work = self.work = make_work_dir(WORK_PREFIX)
         try:
             rc = self._run_program(work)
+            self._program_ended = True
             self._tell("collect", f"writing the bundle to {self.out}")
             return self._collect(work, script, rc, time.time() - t0)
         finally:
@@ -408,6 +401,19 @@ def _traces_by_rank(folder: Path) -> dict[int | None, list[TraceLog]]:
     if len(ranks) > 1 and None in ranks:  # the launcher's own log (no rank) holds no graphs of a rank
         ranks.pop(None)
     return ranks
+
+
+def tail_lines(path: Path, lines: int = 5, limit: int = 200) -> list[str]:
+    """The last ``lines`` non-blank lines of a growing text file (read from its last 8 KiB), each cut to ``limit``."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 8192))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    got = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    return [ln[:limit] for ln in got[-lines:]] if lines > 0 else []
 
 
 def _last_line(path: Path, limit: int = 300) -> str:

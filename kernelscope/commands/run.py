@@ -113,7 +113,10 @@ def _run_in_ui(args: argparse.Namespace, command: list[str], out: Path) -> int |
     try:
         app.run()
     finally:
-        job.cancel()  # the UI ended while the program ran (ctrl+q, a crash of the UI): stop it
+        if not job.done and job.running:  # the UI ended while the program ran (ctrl+q, a crash of the UI)
+            print("kernelscope: the explorer closed while the program ran: stopping it, writing what it compiled",
+                  file=sys.stderr, flush=True)
+        job.cancel()
         try:
             job.join()  # and wait for what it compiled to be written
         except KeyboardInterrupt:

@@ -63,18 +63,19 @@ class RunJob:
     def label(self) -> str:
         from kernelscope.bundle.origin import command_text
 
-        return command_text({"command": self.command}, limit=70)
+        return command_text({"command": self.command}, limit=66)  # "Running " + it fits 80 columns
 
     def stop_condition(self) -> str:
-        """What stops the program, in words: ``2 graphs compiled and their first calls returned, 60 s``."""
+        """What stops the program, one line within 80 columns: ``stops: 2 graphs compiled and called once ·
+        after 60 s · or c (cancel)``."""
         from kernelscope.units import plural
 
         parts = []
         if self.graphs:
-            parts.append(f"{plural(self.graphs, 'graph')} compiled and their first calls returned")
+            parts.append(f"{plural(self.graphs, 'graph')} compiled and called once")
         if self.timeout:
-            parts.append(f"{self.timeout:g} s")
-        return ", ".join(parts) or "the program ends by itself"
+            parts.append(f"after {self.timeout:g} s")
+        return "stops: " + " · ".join(parts or ["when the program ends"]) + " · or c (cancel)"
 
     def start(self, on_event=None, on_done=None) -> None:
         if self._thread is not None:
@@ -139,11 +140,12 @@ class RunScreen(Screen):
     RunScreen #run-keys { margin-top: 1; }
     """
 
-    BINDINGS = [
-        Binding("escape", "cancel_or_back", "Cancel", priority=True),
+    BINDINGS = [  # check_action: Cancel while the program runs, Quit and Open once it failed
+        Binding("escape", "cancel", "Cancel", priority=True),
         Binding("c", "cancel", "Cancel", show=False),
         Binding("ctrl+c", "cancel", "Cancel", show=False, priority=True),
-        Binding("enter", "open_failed", "Open bundle", show=False),
+        Binding("escape", "quit_failed", "Quit", priority=True),
+        Binding("enter", "open_failed", "Open bundle"),
     ]
 
     @dataclass
@@ -167,7 +169,7 @@ class RunScreen(Screen):
     def compose(self) -> ComposeResult:
         with Vertical(id="run-box"):
             yield Static(f"Running {self.job.label}", id="run-title", markup=False)
-            yield Static(f"stops when: {self.job.stop_condition()}, or on Cancel (c)", id="run-stop", markup=False)
+            yield Static(self.job.stop_condition(), id="run-stop", markup=False)
             yield Static("", id="run-phases", markup=False)
             yield Static("", id="run-status", markup=False)
             yield Static("the program's output (last lines of its stdout)", id="run-output-title", markup=False)
@@ -192,25 +194,47 @@ class RunScreen(Screen):
         if "graphs" in e:
             self.graphs = max(self.graphs, int(e["graphs"]))
         if e.get("phase") == "collect" and self.state == "running":
-            self.state = "collecting"
+            self._set_state("collecting")
         self._render_state()
 
     @on(Finished)
     def _finished(self) -> None:
+        from kernelscope.capture.program import tail_lines
+
         job = self.job
         result = job.result
         if result is None:
-            self.state, self.error = "failed", job.error or "the run failed"
+            self._set_state("failed")
+            self.error = job.error or "the run failed"
             self._render_state()
             return
         if result.status == "ok" and result.bundles:
             self.state = "ok"
             self.dismiss(result)
             return
-        self.state = "failed"
         self.error = one_line(result.message) or "the run failed"
         self.failed_bundle = result.bundles[0] if result.bundles else None
+        if self.failed_bundle is not None:
+            why = (self.failed_bundle.target.get("stopped") or {}).get("message", "")
+            at = next((i for i in range(len(self.events) - 1, -1, -1) if self.events[i]["phase"] == "collect"),
+                      len(self.events))
+            self.events.insert(at, {"phase": "ended", "message": why})  # it ended, then the bundle was written
+            self.output = tail_lines(result.outs[0] / "logs" / "stdout.txt", OUTPUT_LINES) or self.output
+        self._set_state("failed")
         self._render_state()
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "cancel":
+            return self.state == "running"
+        if action == "quit_failed":
+            return self.state == "failed"
+        if action == "open_failed":
+            return self.state == "failed" and self.failed_bundle is not None
+        return True
 
     def _tick(self) -> None:
         if self.state in ("running", "cancelling", "collecting"):
@@ -233,9 +257,11 @@ class RunScreen(Screen):
         lines = []
         for i, (phase, message) in enumerate(seen.items()):
             last = i == len(seen) - 1
-            glyph = spin if last and live else ("✗" if last and self.state == "failed" else "✓")
+            glyph = spin if last and live else ("✗" if phase == "ended" else "✓")
+            if phase == "collect" and not live:
+                message = message.replace("writing", "wrote", 1)
             lines.append(f" {glyph} {phase:<8} {one_line(message, 80)}")
-        if not seen:
+        if not seen and live:
             lines.append(f" {spin} start    starting the program")
         self.query_one("#run-phases", Static).update("\n".join(lines))
         counts = f"graphs {self.graphs} · {self.job.elapsed:.1f} s"
@@ -255,20 +281,19 @@ class RunScreen(Screen):
             status.update(f"✗ {self.error}")
             extra = "enter: open the failed bundle (its logs) · " if self.failed_bundle is not None else ""
             keys.update(f"{extra}escape: quit")
-        self.query_one("#run-output", Static).update("\n".join(self.output) or "(nothing printed yet)")
+        nothing = "(nothing printed yet)" if live else "(nothing printed)"
+        self.query_one("#run-output", Static).update("\n".join(self.output) or nothing)
 
     # -- keys ---------------------------------------------------------------------------------------
     def action_cancel(self) -> None:
         if self.state == "running":
-            self.state = "cancelling"
+            self._set_state("cancelling")
             self.job.cancel()
             self._render_state()
 
-    def action_cancel_or_back(self) -> None:
+    def action_quit_failed(self) -> None:
         if self.state == "failed":
             self.app.exit(return_code=2)
-        else:
-            self.action_cancel()
 
     def action_open_failed(self) -> None:
         if self.state == "failed" and self.failed_bundle is not None:
