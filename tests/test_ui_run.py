@@ -84,6 +84,7 @@ def cancelled_mid_run(tmp_path_factory):
     job.join(60)
     seen["alive_after"] = _alive_with(tag)
     seen["manifest"] = json.loads((out / "bundle.json").read_text(encoding="utf-8"))
+    seen["out"] = out
     return seen
 
 
@@ -104,7 +105,7 @@ def test_cancel_opens_the_explorer_on_what_compiled(cancelled_mid_run):
     assert seen["kernels"] == ["cpp_fused_add_mul_sin_0"]
     assert seen["stopped"]["reason"] == "cancelled" and seen["stopped"]["message"] == "stopped: cancelled"
     assert seen["notes"][0] == "Stopped: cancelled"
-    assert "stopped: cancelled" in seen["notifications"]
+    assert f"stopped: cancelled; the bundle: {seen['out']}" in seen["notifications"]
     m = seen["manifest"]
     assert m["status"] == "ok" and m["target"]["origin"] == "run"
 
@@ -204,10 +205,10 @@ def test_cancel_before_the_program_started_still_stops_it(tmp_path):
     from kernelscope.capture.program import ProgramRun
 
     tag = "ks-ui-run-unborn"
-    job = ProgramRun([sys.executable, LOOP, "--pointwise", "--tag", tag], tmp_path / "out")
+    job = ProgramRun([sys.executable, LOOP, "--pointwise", "--tag", tag], tmp_path / "out", timeout=45)
     job.cancel()
     t0 = time.time()
     result = job.run()
-    assert time.time() - t0 < 30
+    assert time.time() - t0 < 30, "the cancelled program ran on until the --timeout"
     assert result.stopped == "cancelled" and result.status == "failed"
     assert _alive_with(tag) == []

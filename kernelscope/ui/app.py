@@ -227,8 +227,8 @@ class KernelscopeApp(App):
                 return
             self.open_bundle(str(result.outs[0]))
             others = [str(p) for p in result.outs[1:]]
-            self.notify(f"{result.message}" + (f"; the other ranks: {', '.join(others)}" if others else ""),
-                        timeout=8, markup=False)
+            self.notify(f"{result.message}; the bundle: {result.outs[0]}"
+                        + (f" (the other ranks: {', '.join(others)})" if others else ""), timeout=8, markup=False)
 
         self.push_screen(RunScreen(job), done)
 
