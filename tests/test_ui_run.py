@@ -212,3 +212,17 @@ def test_cancel_before_the_program_started_still_stops_it(tmp_path):
     assert time.time() - t0 < 30, "the cancelled program ran on until the --timeout"
     assert result.stopped == "cancelled" and result.status == "failed"
     assert _alive_with(tag) == []
+
+
+def test_the_run_screen_and_its_job_import_no_torch():
+    import subprocess
+
+    code = ("import sys\n"
+            "from kernelscope.ui.app import make_app\n"
+            "from kernelscope.ui.screens.run import RunJob, RunScreen\n"
+            f"job = RunJob([sys.executable, {LOOP!r}], '/nonexistent/out', graphs=1)\n"
+            "RunScreen(job)\n"
+            "make_app(run_job=job)\n"
+            "print([m for m in ('torch', 'triton') if m in sys.modules] or 'clean')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "clean", out.stderr
