@@ -96,6 +96,7 @@ def test_progress_screen_shows_the_run_at_once(cancelled_mid_run):
     assert "graph 1 generated" in seen["phases"] and "started (pid " in seen["phases"]
     assert seen["status"].startswith("graphs 1 · ") and seen["status"].endswith(" s")
     assert "step 2" in seen["output"]  # the program's own prints, while it runs
+    assert "torch/_inductor" not in seen["output"]  # not torch's TORCH_LOGS lines (its stderr is full of them)
     assert seen["keys"].startswith("c / escape: cancel")
     assert "Cancel" in seen["footer"] and "Quit" not in seen["footer"]
 
@@ -181,6 +182,7 @@ def test_crashing_program_shows_its_error_and_opens_the_failed_bundle(tmp_path):
             seen["status"] = text_of(app, "#run-status")
             seen["keys"] = text_of(app, "#run-keys")
             seen["phases"] = text_of(app, "#run-phases")
+            seen["output"] = text_of(app, "#run-output")
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, ExplorerScreen), 20, "the explorer")
             seen["error"] = app.screen.bundle.error
@@ -191,6 +193,7 @@ def test_crashing_program_shows_its_error_and_opens_the_failed_bundle(tmp_path):
                                      "RuntimeError: loss went NaN at step 0")
     assert seen["keys"].startswith("enter: open the failed bundle")
     assert "✗ ended    the program exited with status 1" in seen["phases"]
+    assert seen["output"].endswith("stderr: RuntimeError: loss went NaN at step 0")  # its traceback's end
     assert seen["error"].startswith("no graph compiled: the program exited with status 1")
     assert "Traceback (most recent call last)" in (out / "logs" / "stderr.txt").read_text()
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -43,6 +44,9 @@ RUN_SITE = Path(__file__).resolve().parent / "run_site"  # its sitecustomize loa
 HOOK_ENV = "KERNELSCOPE_RUN_HOOK"
 NO_HOOK_GRACE_S = 2.0  # a program without the hook: how long after the Nth graph's code before it is stopped
 NO_GRAPH = "no graph compiled"
+# A line torch's logging wrote (TORCH_LOGS: each line of a message carries it): "V1202 00:43:28.421000 9718
+# torch/_inductor/graph.py:2722] ...", "[rank0]:V1202 ...".
+TORCH_LOG_LINE = re.compile(r"(\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] ")
 
 
 class RunError(BundleError):
@@ -221,6 +225,12 @@ class ProgramRun:
         """The program's last ``lines`` lines of stdout so far (its prints), while it runs; [] after."""
         work = self.work
         return tail_lines(work / "stdout.txt", lines) if work is not None else []
+
+    def last_errors(self, lines: int = 2) -> list[str]:
+        """The last ``lines`` lines the program wrote to stderr itself (its logging, warnings), torch's
+        TORCH_LOGS lines left out; [] after it ended."""
+        work = self.work
+        return tail_lines(work / "stderr.txt", lines, skip=TORCH_LOG_LINE, window=65536) if work is not None else []
 
     def run(self) -> RunResult:
         script = check_command(self.command)
@@ -403,16 +413,18 @@ def _traces_by_rank(folder: Path) -> dict[int | None, list[TraceLog]]:
     return ranks
 
 
-def tail_lines(path: Path, lines: int = 5, limit: int = 200) -> list[str]:
-    """The last ``lines`` non-blank lines of a growing text file (read from its last 8 KiB), each cut to ``limit``."""
+def tail_lines(path: Path, lines: int = 5, limit: int = 200, skip: re.Pattern | None = None,
+               window: int = 8192) -> list[str]:
+    """The last ``lines`` non-blank lines of a growing text file (read from its last ``window`` bytes),
+    each cut to ``limit``; lines that ``skip`` matches are left out."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 8192))
+            fh.seek(max(0, fh.tell() - window))
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return []
-    got = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    got = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not (skip and skip.match(ln))]
     return [ln[:limit] for ln in got[-lines:]] if lines > 0 else []
 
 

@@ -29,7 +29,8 @@ from textual.widgets import Static
 from kernelscope.ui.screens.capture import SPINNER, one_line
 from kernelscope.ui.widgets.key_footer import KeyFooter
 
-OUTPUT_LINES = 5  # the program's last printed lines shown while it runs
+OUTPUT_LINES = 4  # the program's last printed lines shown while it runs (stdout)
+ERROR_LINES = 2  # and the last it wrote to stderr itself (torch's TORCH_LOGS lines left out)
 SHOWN_PHASES = ("start", "compile", "stopped", "collect", "note")
 
 
@@ -164,6 +165,7 @@ class RunScreen(Screen):
         self.error = ""
         self.failed_bundle = None
         self.output: list[str] = []
+        self.errors: list[str] = []
         self._spin = 0
 
     def compose(self) -> ComposeResult:
@@ -172,7 +174,7 @@ class RunScreen(Screen):
             yield Static(self.job.stop_condition(), id="run-stop", markup=False)
             yield Static("", id="run-phases", markup=False)
             yield Static("", id="run-status", markup=False)
-            yield Static("the program's output (last lines of its stdout)", id="run-output-title", markup=False)
+            yield Static("the program's output (its last lines)", id="run-output-title", markup=False)
             yield Static("", id="run-output", markup=False)
             yield Static("", id="run-keys", classes="hint", markup=False)
         yield KeyFooter(show_command_palette=False)
@@ -199,7 +201,7 @@ class RunScreen(Screen):
 
     @on(Finished)
     def _finished(self) -> None:
-        from kernelscope.capture.program import tail_lines
+        from kernelscope.capture.program import TORCH_LOG_LINE, tail_lines
 
         job = self.job
         result = job.result
@@ -219,7 +221,9 @@ class RunScreen(Screen):
             at = next((i for i in range(len(self.events) - 1, -1, -1) if self.events[i]["phase"] == "collect"),
                       len(self.events))
             self.events.insert(at, {"phase": "ended", "message": why})  # it ended, then the bundle was written
-            self.output = tail_lines(result.outs[0] / "logs" / "stdout.txt", OUTPUT_LINES) or self.output
+            logs = result.outs[0] / "logs"
+            self.output = tail_lines(logs / "stdout.txt", OUTPUT_LINES) or self.output
+            self.errors = tail_lines(logs / "stderr.txt", ERROR_LINES, skip=TORCH_LOG_LINE, window=65536) or self.errors
         self._set_state("failed")
         self._render_state()
 
@@ -243,9 +247,9 @@ class RunScreen(Screen):
 
     def _read_output(self) -> None:
         if self.state in ("running", "cancelling"):
-            got = self.job.program.last_output(OUTPUT_LINES)
-            if got:
-                self.output = got
+            program = self.job.program
+            self.output = program.last_output(OUTPUT_LINES) or self.output
+            self.errors = program.last_errors(ERROR_LINES) or self.errors
 
     def _render_state(self) -> None:
         seen: dict[str, str] = {}
@@ -282,7 +286,8 @@ class RunScreen(Screen):
             extra = "enter: open the failed bundle (its logs) · " if self.failed_bundle is not None else ""
             keys.update(f"{extra}escape: quit")
         nothing = "(nothing printed yet)" if live else "(nothing printed)"
-        self.query_one("#run-output", Static).update("\n".join(self.output) or nothing)
+        shown = self.output + [f"stderr: {line}" for line in self.errors]
+        self.query_one("#run-output", Static).update("\n".join(shown) or nothing)
 
     # -- keys ---------------------------------------------------------------------------------------
     def action_cancel(self) -> None:
