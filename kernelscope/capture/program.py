@@ -429,13 +429,9 @@ def tail_lines(path: Path, lines: int = 5, limit: int = 200, skip: re.Pattern | 
 
 
 def _last_line(path: Path, limit: int = 300) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, path.stat().st_size - 16384))
-            lines = [ln.strip() for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:limit] if lines else ""
+    """The program's own last stderr line (a traceback's end), torch's log lines left out."""
+    last = tail_lines(path, 1, limit=limit, skip=TORCH_LOG_LINE, window=16384)
+    return last[0].strip() if last else ""
 
 
 def _signal_name(num: int) -> str:
