@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -43,6 +44,9 @@ RUN_SITE = Path(__file__).resolve().parent / "run_site"  # its sitecustomize loa
 HOOK_ENV = "KERNELSCOPE_RUN_HOOK"
 NO_HOOK_GRACE_S = 2.0  # a program without the hook: how long after the Nth graph's code before it is stopped
 NO_GRAPH = "no graph compiled"
+# A line torch's logging wrote (TORCH_LOGS: each line of a message carries it): "V1202 00:43:28.421000 9718
+# torch/_inductor/graph.py:2722] ...", "[rank0]:V1202 ...".
+TORCH_LOG_LINE = re.compile(r"(\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] ")
 
 
 class RunError(BundleError):
@@ -184,9 +188,11 @@ class ProgramRun:
         self.on_event = on_event
         self.work_root = work_root
         self.events: list[dict[str, Any]] = []
+        self.work: Path | None = None  # the private work folder while the program runs (its stdout.txt)
         self._proc: subprocess.Popen | None = None
         self._stop_reason = ""
         self._stop_lock = threading.Lock()
+        self._program_ended = False
 
     def _stop(self, reason: str) -> None:
         """Stop the program (once) for ``reason``; its whole process group goes."""
@@ -198,7 +204,8 @@ class ProgramRun:
             kill_group(proc)
 
     def cancel(self) -> None:
-        self._stop("cancelled")
+        if not self._program_ended:  # a cancel while the bundle is written changes nothing (the UI closing)
+            self._stop("cancelled")
 
     def _event(self, event: dict[str, Any]) -> None:
         if event.get("phase") == "stopped":
@@ -206,15 +213,37 @@ class ProgramRun:
         if self.on_event is not None:
             self.on_event(event)
 
+    def _tell(self, phase: str, message: str) -> None:
+        """This side's own progress (the program started, the bundle is being written) to ``on_event``."""
+        if self.on_event is not None:
+            try:
+                self.on_event({"phase": phase, "message": message, "time": round(time.time(), 3)})
+            except Exception:
+                pass
+
+    def last_output(self, lines: int = 5) -> list[str]:
+        """The program's last ``lines`` lines of stdout so far (its prints), while it runs; [] after."""
+        work = self.work
+        return tail_lines(work / "stdout.txt", lines) if work is not None else []
+
+    def last_errors(self, lines: int = 2) -> list[str]:
+        """The last ``lines`` lines the program wrote to stderr itself (its logging, warnings), torch's
+        TORCH_LOGS lines left out; [] after it ended."""
+        work = self.work
+        return tail_lines(work / "stderr.txt", lines, skip=TORCH_LOG_LINE, window=65536) if work is not None else []
+
     def run(self) -> RunResult:
         script = check_command(self.command)
         check_out(self.out, replace=self.replace)
         t0 = time.time()
-        work = make_work_dir(WORK_PREFIX)
+        work = self.work = make_work_dir(WORK_PREFIX)
         try:
             rc = self._run_program(work)
+            self._program_ended = True
+            self._tell("collect", f"writing the bundle to {self.out}")
             return self._collect(work, script, rc, time.time() - t0)
         finally:
+            self.work = None
             shutil.rmtree(work, ignore_errors=True)
 
     def _run_program(self, work: Path) -> int | None:
@@ -233,8 +262,11 @@ class ProgramRun:
             except OSError as exc:  # found by which() but cannot start (a bad interpreter line)
                 raise RunError(f"{self.command[0]}: cannot start it ({exc.strerror or exc})") from exc
             track(proc)
+            if self._stop_reason:  # cancelled before it started: _stop found no process to kill
+                kill_group(proc)
             os.close(write_fd)
             write_fd = -1
+            self._tell("start", f"{Path(self.command[0]).name} started (pid {proc.pid})")
             reader = threading.Thread(target=read_events, args=(read_fd, self.events, self._event), daemon=True)
             reader.start()
             return self._wait(proc, work)
@@ -349,8 +381,9 @@ class ProgramRun:
             write_bundle_from_work(work, staging, bundle, user_file=script or "", traces=traces)
             if not bundle.graphs:
                 bundle.status, bundle.error_kind = "failed", "no_graph"
-                bundle.error = (f"{NO_GRAPH}: {why}" + ("" if failed else "; does the program call torch.compile, "
-                                                         "and does it reach the compiled code?"))
+                hint = (" before the program compiled its first graph" if stopped in ("cancelled", "interrupted")
+                        else "; does the program call torch.compile, and does it reach the compiled code?")
+                bundle.error = f"{NO_GRAPH}: {why}{hint}"
                 if failed:
                     bundle.error = f"{NO_GRAPH}: {failed}"
             elif failed:
@@ -380,14 +413,25 @@ def _traces_by_rank(folder: Path) -> dict[int | None, list[TraceLog]]:
     return ranks
 
 
-def _last_line(path: Path, limit: int = 300) -> str:
+def tail_lines(path: Path, lines: int = 5, limit: int = 200, skip: re.Pattern | None = None,
+               window: int = 8192) -> list[str]:
+    """The last ``lines`` non-blank lines of a growing text file (read from its last ``window`` bytes),
+    each cut to ``limit``; lines that ``skip`` matches are left out."""
     try:
         with open(path, "rb") as fh:
-            fh.seek(max(0, path.stat().st_size - 16384))
-            lines = [ln.strip() for ln in fh.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - window))
+            text = fh.read().decode("utf-8", "replace")
     except OSError:
-        return ""
-    return lines[-1][:limit] if lines else ""
+        return []
+    got = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not (skip and skip.match(ln))]
+    return [ln[:limit] for ln in got[-lines:]] if lines > 0 else []
+
+
+def _last_line(path: Path, limit: int = 300) -> str:
+    """The program's own last stderr line (a traceback's end), torch's log lines left out."""
+    last = tail_lines(path, 1, limit=limit, skip=TORCH_LOG_LINE, window=16384)
+    return last[0].strip() if last else ""
 
 
 def _signal_name(num: int) -> str:

@@ -55,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
             return
         print(f"  {event['phase']:<9} {event.get('message', '')}", file=sys.stderr, flush=True)
 
+    if not args.no_ui:
+        ui = _run_in_ui(args, command, out)
+        if ui is not None:
+            return ui
     job = ProgramRun(command, out, graphs=args.graphs, timeout=args.timeout, rank=args.rank, mode=args.mode,
                      replace=args.force, on_event=progress)
     try:
@@ -64,26 +68,66 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C while the bundle was being written
         print("kernelscope: run interrupted while writing the bundle; nothing was written", file=sys.stderr)
         return 130
+    _print_outcome(result)
+    if result.status != "ok":
+        print(f"kernelscope: {result.message}", file=sys.stderr)
+        return 2
+    from kernelscope.show import summary_text
+
+    for b in result.bundles:
+        sys.stdout.write(summary_text(b))
+    return 0
+
+
+def _print_outcome(result) -> None:
     for b, where in zip(result.bundles, result.outs):
         rank = f" rank {b.target['rank']}" if "rank" in b.target and len(result.outs) > 1 else ""
         print(f"ran {b.target['spec'][:120]}{rank}: {plural(len(b.graphs), 'graph')}, "
               f"{plural(len(b.kernels), 'kernel')} in {result.seconds:.1f} s; {result.message if result.status == 'ok' else b.error} -> {where}",
               file=sys.stderr if result.status != "ok" else sys.stdout)
-    if result.status != "ok":
-        print(f"kernelscope: {result.message}", file=sys.stderr)
-        return 2
-    if args.no_ui or len(result.outs) != 1:
-        from kernelscope.show import summary_text
 
-        for b in result.bundles:
-            sys.stdout.write(summary_text(b))
-        return 0
+
+def _run_in_ui(args: argparse.Namespace, command: list[str], out: Path) -> int | None:
+    """The explorer opens at once on the program's progress (kernelscope/ui/screens/run.py), then on its
+    bundle. None: no explorer in this install (the caller prints the summary instead)."""
+    from kernelscope.bundle.io import BundleError, check_out
+    from kernelscope.capture.lifeline import install_parent_signal_handlers
+    from kernelscope.capture.program import check_command
+
     try:
-        from kernelscope.ui.app import main as ui_main
+        from kernelscope.ui.app import make_app
+        from kernelscope.ui.screens.run import RunJob
     except ImportError:
-        print("kernelscope: the explorer is not available in this install; `kernelscope show` prints the bundle",
+        print("kernelscope: the explorer is not available in this install; printing the summary instead",
               file=sys.stderr)
-        return 0
-    ui_args = argparse.Namespace(what=str(result.outs[0]), out=None, args_spec=None, mode=None, dynamic=None,
-                                 fullgraph=None, backward=None, device=None, passes=False, timeout=None)
-    return int(ui_main(ui_args) or 0)
+        return None
+    try:  # what cannot start is one line here, before the UI takes the terminal
+        check_command(command)
+        check_out(out, replace=args.force)
+        job = RunJob(command, out, graphs=args.graphs, timeout=args.timeout, rank=args.rank, mode=args.mode,
+                     replace=args.force)
+    except BundleError as exc:  # RunError is one
+        raise UsageError(str(exc)) from exc
+    app = make_app(run_job=job)
+    install_parent_signal_handlers()  # closing the terminal (SIGHUP) or SIGTERM ends the program too
+    try:
+        app.run()
+    finally:
+        if not job.done and job.running:  # the UI ended while the program ran (ctrl+q, a crash of the UI)
+            print("kernelscope: the explorer closed while the program ran: stopping it, writing what it compiled",
+                  file=sys.stderr, flush=True)
+        job.cancel()
+        try:
+            job.join()  # and wait for what it compiled to be written
+        except KeyboardInterrupt:
+            pass
+    if job.error:
+        print(f"kernelscope: {job.error}", file=sys.stderr)
+        return 2
+    if job.result is None:
+        return int(app.return_code or 0)
+    _print_outcome(job.result)
+    if job.result.status != "ok":
+        print(f"kernelscope: {job.result.message}", file=sys.stderr)
+        return 2
+    return int(app.return_code or 0)

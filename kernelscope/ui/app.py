@@ -65,10 +65,11 @@ class KernelscopeApp(App):
     presentation: reactive[bool] = reactive(False, init=False)
 
     def __init__(self, *, bundle: Bundle | None = None, request: CaptureRequest | None = None,
-                 presentation: bool = False, theme: str | None = None, talk=None) -> None:
+                 presentation: bool = False, theme: str | None = None, talk=None, run_job=None) -> None:
         super().__init__()
         self.start_bundle = bundle
         self.start_request = request
+        self.start_run = run_job  # a kernelscope.ui.screens.run.RunJob: `kernelscope run` without --no-ui
         self.presentation = presentation
         self.talk = talk  # a kernelscope.ui.talk.Talk, stepped with space / arrows
         self.talk_index = 0
@@ -101,6 +102,8 @@ class KernelscopeApp(App):
             self.call_later(self.talk_show, 0)
         elif self.start_bundle is not None:
             self.show_bundle(self.start_bundle)
+        elif self.start_run is not None:
+            self.run_program(self.start_run)
         else:
             from kernelscope.ui.screens.gallery import GalleryScreen
 
@@ -214,6 +217,20 @@ class KernelscopeApp(App):
             self.show_bundle(outcome.bundle, previous=previous, request=outcome.request)
 
         self.push_screen(CaptureScreen(request), done)
+
+    def run_program(self, job) -> None:
+        """``kernelscope run``: the program's progress, then the explorer on its bundle (RunScreen)."""
+        from kernelscope.ui.screens.run import RunScreen
+
+        def done(result) -> None:
+            if result is None or not result.outs:
+                return
+            self.open_bundle(str(result.outs[0]))
+            others = [str(p) for p in result.outs[1:]]
+            self.notify(f"{result.message}; the bundle: {result.outs[0]}"
+                        + (f" (the other ranks: {', '.join(others)})" if others else ""), timeout=8, markup=False)
+
+        self.push_screen(RunScreen(job), done)
 
     def recompile(self, request: CaptureRequest, *, previous: Bundle | None = None, ask: bool) -> None:
         if not ask:
@@ -417,7 +434,7 @@ class KernelscopeApp(App):
 
 
 def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: CaptureRequest | None = None,
-             presentation: bool = False, theme: str | None = None) -> KernelscopeApp:
+             presentation: bool = False, theme: str | None = None, run_job=None) -> KernelscopeApp:
     """The app for ``kernelscope [WHAT]``: a bundle path opens it, a target captures it, None is the gallery.
 
     Raises BundleError / TargetError with one line when ``what`` is neither.
@@ -433,7 +450,7 @@ def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: 
             from kernelscope.ui.capture_request import CaptureRequest
 
             request = CaptureRequest(target=what)
-    return KernelscopeApp(bundle=bundle, request=request, presentation=presentation, theme=theme)
+    return KernelscopeApp(bundle=bundle, request=request, presentation=presentation, theme=theme, run_job=run_job)
 
 
 def request_from_args(args: argparse.Namespace) -> CaptureRequest:
