@@ -14,7 +14,10 @@ from kernelscope.bench.bundle_plan import PlanError, parse_fx, plan_bundle
 from kernelscope.bundle.io import read_bundle
 from tests.conftest import GPU_FIXTURES, REPO, kernelscope_cmd
 
-CPU_TRACE = REPO / "tests" / "fixtures" / "traces" / "mlp_train_cpu"
+# C++ kernels for AVX2 (scripts/record_cpu_trace.py): they run on every x86-64 CPU the suite runs on, as
+# they are or compiled for 256-bit vectors on an AVX512 one. mlp_train_cpu was recorded on an AVX512 CPU.
+CPU_TRACE = REPO / "tests" / "fixtures" / "traces" / "mlp_train_cpu_avx2"
+AVX512_TRACE = REPO / "tests" / "fixtures" / "traces" / "mlp_train_cpu"
 QUICK = ("--reps", "5", "--budget", "0", "--warmup", "2", "--profile-calls", "3")
 
 
@@ -185,3 +188,47 @@ def test_a_difference_that_dropout_explains_is_not_judged_and_long_problem_lists
     assert lines[-1].strip().startswith("… and 19 more")
     c.pop("judged")
     assert correctness_lines({"correctness": c})[1].startswith("correctness MISMATCH")
+
+
+def test_cpu_vector_width_of_a_bundles_cpp_kernels(tmp_path):
+    from kernelscope.bench.cpu_vectors import plan, vector_bits
+    from kernelscope.ingest.open_trace import bundle_from_trace
+
+    def code(trace, out):
+        b = bundle_from_trace(trace, out)
+        return "".join((out / g.files["output_code"]).read_text() for g in b.graphs)
+
+    assert vector_bits(code(AVX512_TRACE, tmp_path / "a")) == 512
+    assert vector_bits(code(CPU_TRACE, tmp_path / "b")) == 256
+    assert vector_bits("auto t = at::vec::Vectorized<c10::BFloat16>::loadu(p + x0, static_cast<int64_t>(32));") == 512
+    assert vector_bits("at::vec::VectorizedN<float,2>::loadu(p, static_cast<int64_t>(16))") == 256
+    assert vector_bits("out_ptr0[x0] = in_ptr0[x0] + 1;") is None  # not vectorized: built as it is anywhere
+    assert plan(512, 512, [512, 256]) == (None, "")
+    bits, note = plan(256, 512, [512, 256])
+    assert bits == 256 and "written for 256-bit vectors (AVX2); compiled for them here" in note
+    with pytest.raises(ValueError, match=r"written for 512-bit vectors \(AVX512\) and this CPU runs 256-bit"):
+        plan(512, 256, [256])
+
+
+def test_bench_of_a_bundle_written_for_other_vectors(tmp_path):
+    """The AVX512 trace: benched as it is where the CPU has AVX512, refused in one line where it has not
+    (built for AVX2 its kernels computed errors of 1e6: a false MISMATCH, or worse, numbers)."""
+    from kernelscope.bench import torch_private
+
+    bundle = tmp_path / "avx512"
+    assert kernelscope_cmd("open", str(AVX512_TRACE), "-o", str(bundle), "--no-ui").returncode == 0
+    proc = kernelscope_cmd("bench", str(bundle), "--run-bundle-code", *QUICK,
+                           env={"KERNELSCOPE_CACHE_DIR": str(tmp_path / "c"), "KERNELSCOPE_CACHE": str(tmp_path / "c")})
+    widths = torch_private.cpu_vector_widths()
+    assert widths is not None
+    if 512 in widths[1]:
+        assert proc.returncode == 0, proc.stderr
+        assert any(x.startswith("correctness OK") for x in proc.stdout.splitlines()), proc.stdout
+    else:
+        assert proc.returncode == 2
+        errors = [x for x in proc.stderr.splitlines() if x.startswith("kernelscope: ")]
+        assert len(errors) == 1 and errors[0].startswith(
+            "kernelscope: the bundle's C++ kernels were written for 512-bit vectors (AVX512) and this CPU runs ")
+        assert errors[0].endswith("built here they would compute wrong results. Bench it on a CPU with AVX512 "
+                                  "(as where it was recorded), or record the program on this machine")
+        assert "Traceback" not in proc.stderr

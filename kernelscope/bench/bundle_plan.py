@@ -547,4 +547,6 @@ def record_lines(rec: dict[str, Any]) -> list[str]:
         out.append(f"  {g.get('graph')} ({g.get('kind')}): " + "; ".join(parts))
     for line in alone.get("skipped") or []:
         out.append(f"  left out: {line}")
+    if isinstance(alone.get("cpu_vectors"), str) and alone["cpu_vectors"]:
+        out.append(f"  {alone['cpu_vectors']}")
     return out

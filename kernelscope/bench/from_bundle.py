@@ -233,12 +233,32 @@ def correctness(graphs: list[GraphRun], eager: BundleStep, compiled: BundleStep,
 
 # ---------------------------------------------------------------- the section
 
+def cpu_vectors_note(plans: list[dict[str, Any]]) -> str:
+    """Build the output code's C++ for the vector width it was written for (bench/cpu_vectors.py), before
+    anything is compiled; a CPU without that width is a one-line failure, not wrong numbers."""
+    from kernelscope.bench import cpu_vectors
+
+    widths = torch_private.cpu_vector_widths()
+    if widths is None:
+        return ""
+    needed = max((cpu_vectors.vector_bits(Path(p["output_code"]).read_text(encoding="utf-8", errors="replace"))
+                  or 0 for p in plans), default=0)
+    try:
+        bits, note = cpu_vectors.plan(needed or None, *widths)
+    except ValueError as exc:
+        raise BenchFailure("cpu_vectors", str(exc)) from None
+    if bits:
+        torch_private.compile_cpu_vectors(bits)
+    return note
+
+
 def run_section(request: dict, events) -> dict[str, Any]:
     device, settings = request["device"], request["settings"]
     work = Path(request["work"])
     plans = request["bundle_plan"]["graphs"]
     events.emit("compile", f"loading the bundle's output code: {len(plans)} graph{'s' if len(plans) != 1 else ''} "
                 "(their kernels compile now)")
+    vectors = cpu_vectors_note(plans) if device == "cpu" else ""
     t = time.perf_counter()
     graphs = [GraphRun(p, work, i) for i, p in enumerate(plans)]
     compile_s = round(time.perf_counter() - t, 3)
@@ -256,6 +276,8 @@ def run_section(request: dict, events) -> dict[str, Any]:
                                               **record_part(request["bundle_plan"])},
                               "inputs": [f"{g.id}: " + ", ".join(_describe(s) for s in g.inputs) for g in graphs],
                               "grad_mode": None, "eval": False, "compile_s": compile_s}
+    if vectors:
+        result["from_bundle"]["cpu_vectors"] = vectors
     events.emit("correct", "compiled vs eager on fresh synthetic inputs")
     result["correctness"] = correctness(graphs, eager, compiled, device)
     sets, result["rotation"] = rotation(graphs, device, first, request["facts"].get("l2_bytes"))

@@ -13,6 +13,8 @@ kernel in a kernel module: ``run(*args, stream=)``, ``configs``, ``launchers``; 
 ``config``, ``n_regs``, ``n_spills``, ``shared``; a triton.Config's ``kwargs``, ``num_warps``,
 ``num_stages``). ``l2_flushed_triton_launches`` wraps ``CachingAutotuner.run`` for the time of one
 profiled pass (the output code launches every Triton kernel through it) and restores it.
+For a bundle's C++ kernels: ``torch._inductor.cpu_vec_isa`` (``pick_vec_isa``, ``valid_vec_isa_list``,
+an ISA's ``bit_width()``) and ``torch._inductor.config.cpp.simdlen`` (bench/cpu_vectors.py says why).
 """
 
 from __future__ import annotations
@@ -119,3 +121,22 @@ def register_inductor_prims() -> None:
         import torch._inductor.inductor_prims  # noqa: F401
     except ImportError:
         pass
+
+
+def cpu_vector_widths() -> tuple[int, list[int]] | None:
+    """(the vector width in bits Inductor compiles C++ for here, the widths this CPU can run):
+    ``torch._inductor.cpu_vec_isa.pick_vec_isa`` / ``valid_vec_isa_list`` (torch 2.11, 2.13)."""
+    try:
+        from torch._inductor import cpu_vec_isa
+
+        picked = cpu_vec_isa.pick_vec_isa()
+        return (picked.bit_width() if picked else 0), [isa.bit_width() for isa in cpu_vec_isa.valid_vec_isa_list()]
+    except Exception:  # another torch: nothing known, the code is built as Inductor decides
+        return None
+
+
+def compile_cpu_vectors(bits: int) -> None:
+    """Inductor's C++ built for vectors of ``bits`` (``torch._inductor.config.cpp.simdlen``)."""
+    import torch._inductor.config as inductor_config
+
+    inductor_config.cpp.simdlen = bits

@@ -1,0 +1,49 @@
+"""The vector width a bundle's C++ kernels were generated for, and whether this CPU can run them.
+
+Inductor's CPU code is written for one vector ISA: a kernel loops ``x0 += 16`` and loads
+``Vectorized<float>::loadu(p, 16)`` on AVX512 (16 floats, 512 bits), 8 on AVX2. The output code is
+compiled again where it is run, with the vector type of the machine that runs it: AVX512 code built
+for AVX2 computes half of every stride and leaves the rest unwritten (a bench of an AVX512 bundle on
+an AVX2 CPU gave compiled errors of 1e6); AVX2 code built for AVX512 stores past its buffers. So the
+bench of a bundle alone compiles its C++ for the width it was written for where the CPU has it, and
+says it cannot where it does not. Pure: no torch (the child reads the machine's widths through
+bench/torch_private.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+# bytes per element of the Vectorized<T> element types Inductor emits
+_SIZES = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1,
+          "bfloat16": 2, "BFloat16": 2, "Half": 2, "half": 2, "bool": 1, "c10::BFloat16": 2, "c10::Half": 2}
+_LOADU = re.compile(r"Vectorized(N)?<\s*([\w:]+)\s*(?:,\s*(\d+)\s*)?>::loadu\([^;]*?static_cast<int64_t>\((\d+)L?\)\)")
+NAMES = {512: "AVX512", 256: "AVX2", 128: "NEON/SSE"}
+
+
+def vector_bits(source: str) -> int | None:
+    """The widest vector a text's C++ kernels load, in bits (512 for AVX512 code); None when no kernel is
+    vectorized. A full load of ``Vectorized<T>`` reads one vector (``VectorizedN<T, n>``: n of them)."""
+    widest = 0
+    for multi, ctype, n, count in _LOADU.findall(source):
+        size = _SIZES.get(ctype.split("::")[-1]) or _SIZES.get(ctype)
+        if not size:
+            continue
+        bits = int(count) * size * 8 // (int(n) if multi and n else 1)
+        widest = max(widest, bits)
+    return widest or None
+
+
+def plan(needed: int | None, picked: int, runnable: list[int]) -> tuple[int | None, str]:
+    """(the width to compile for, or None for as it is) and a note; raises ValueError with the user's
+    one line when this CPU cannot run the width the code was written for."""
+    if not needed or needed == picked:
+        return None, ""
+    name = NAMES.get(needed, f"{needed}-bit")
+    if needed in runnable:
+        return needed, (f"the bundle's C++ kernels were written for {needed}-bit vectors ({name}); compiled for "
+                        f"them here (this CPU's default is {picked}-bit)")
+    have = ", ".join(f"{b}-bit" for b in sorted(runnable, reverse=True)) or "no vector unit Inductor uses"
+    raise ValueError(f"the bundle's C++ kernels were written for {needed}-bit vectors ({name}) and this CPU runs "
+                     f"{have}: built here they would compute wrong results. Bench it on a CPU with {name} "
+                     "(as where it was recorded), or record the program on this machine")
