@@ -11,6 +11,7 @@ a foreign Origin or for a foreign Host (DNS rebinding) is refused.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hmac
 import os
 import secrets
@@ -203,6 +204,20 @@ def make_server(command: str, host: str, port: int, token: str, *, font_size: in
             quiet_logging(token, log_file)
 
         async def on_startup(self, app: web.Application) -> None:
+            # aiohttp runs this before its socket listens: the URL is printed once a connection to it
+            # succeeds, so whoever reads it (a user, a script) can open it at once.
+            app["kernelscope_url_task"] = asyncio.ensure_future(self._print_url_when_listening())
+
+        async def _print_url_when_listening(self) -> None:
+            deadline = asyncio.get_running_loop().time() + 10
+            while asyncio.get_running_loop().time() < deadline:
+                try:
+                    _, writer = await asyncio.open_connection(host, port)
+                except OSError:
+                    await asyncio.sleep(0.02)
+                    continue
+                writer.close()
+                break
             # The one line the user must copy, printed last (nothing per request scrolls it away).
             print(f"kernelscope: serving on http://{url_host(host)}:{port}/?token={token}  (ctrl+c to stop)",
                   file=sys.stderr, flush=True)
