@@ -577,3 +577,48 @@ def test_diff_of_static_and_dynamic_two_call_captures_matches_the_symbolic_kerne
         assert "recompiles 1 -> 0" in summary and "1 same" in summary, summary
 
     drive(TWO_CALLS, steps)
+
+
+def screen_rows(app) -> list[str]:
+    """What the terminal shows, row by row (from a screenshot: its <text> runs by line, in order)."""
+    import html
+    import re
+
+    rows: dict[int, list[tuple[float, str]]] = {}
+    for x, line, text in re.findall(r'<text[^>]*x="([\d.]+)"[^>]*clip-path="url\(#terminal-(?:\d+-)?line-(\d+)\)">([^<]*)</text>',
+                                    app.export_screenshot()):
+        rows.setdefault(int(line), []).append((float(x), html.unescape(text).replace("\xa0", " ")))
+    out = []
+    for n in sorted(rows):
+        line, end = "", 0.0
+        for x, text in rows[n]:
+            line += " " * max(round((x - end) / 12.2), 0) + text
+            end = x + 12.2 * len(text)
+        out.append(line)
+    return out
+
+
+LAYER_NORM_0 = "triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"
+
+
+def test_kernel_names_keep_their_distinguishing_end_at_160x48():
+    """gpt2's kernels at 160x48: the name column, the Kernel source, Output code and FX titles keep the
+    fused ops' tail and the index (``…_unsqueeze_0``, not ``triton_…_unsqueeze_0`` or ``…native_layer…``)
+    and the kernel's warps and stages."""
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def steps(pilot, app):
+        await pilot.pause(0.5)
+        assert LAYER_NORM_0 in app.screen.query_one(KernelTable).row_names()  # the name shortened below
+        rows = screen_rows(app)
+        shown = "\n".join(rows)
+        assert "add_…_unsqueeze_0" in shown, shown
+        assert "triton_…" not in shown and "triton_per_…" not in shown, shown
+        kernel_title = next(r for r in rows if "warps" in r)
+        assert "unsqueeze_0 · warps 8 · stages 1" in kernel_title, kernel_title
+        assert any("0-0-inference · add_…" in r and "_layer_norm_unsqueeze_0 ─╯" in r for r in rows), shown
+        assert any("13 nodes of add_…" in r and "_unsqueeze_0 ─╯" in r for r in rows), shown
+        for row in rows:  # a name in a title is never cut at its end
+            assert "native_layer… " not in row and "embedd… " not in row, row
+
+    drive(GPU_FIXTURES / "gpt2", steps, size=(160, 48))
