@@ -622,3 +622,34 @@ def test_kernel_names_keep_their_distinguishing_end_at_160x48():
             assert "native_layer… " not in row and "embedd… " not in row, row
 
     drive(GPU_FIXTURES / "gpt2", steps, size=(160, 48))
+
+
+@pytest.mark.parametrize("where", ["explorer", "pipeline"])
+def test_the_keys_panel_scrolls_to_its_last_line_at_80x24(where):
+    """``?`` at 80x24 lists more keys than 24 rows hold: ↓ and End reach the last one, escape closes it."""
+    from kernelscope.ui.screens.keys import KeysScreen
+
+    async def steps(pilot, app):
+        if where == "pipeline":
+            await _pipeline(pilot, app)
+        under = app.screen
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, KeysScreen)
+        keys = app.screen.rows
+        assert len(keys) + 4 > NARROW[1], "the list fits: this test would not see a cut"
+        _, last_keys, last_what = keys[-1]
+        assert not any(last_what in row for row in screen_rows(app))
+        await pilot.press("end")
+        await pilot.pause()
+        rows = screen_rows(app)
+        assert any(f"{last_keys} {last_what}" in row for row in rows), rows
+        first_group = keys[0][0]
+        await pilot.press("home")
+        await pilot.pause()
+        assert any(first_group in row for row in screen_rows(app))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is under
+
+    drive(GPU_FIXTURES / "add_relu", steps)
