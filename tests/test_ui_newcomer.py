@@ -653,3 +653,27 @@ def test_the_keys_panel_scrolls_to_its_last_line_at_80x24(where):
         assert app.screen is under
 
     drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def _footer_keys_shown(app) -> list[str]:
+    return [k.key_display for k in app.screen.query("FooterKey") if k.region.area and k.region.right <= NARROW[0]]
+
+
+def test_the_passes_footer_keeps_question_mark_at_80_columns_and_drops_the_stage_keys():
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        assert "?" in _footer_keys_shown(app)
+        await pilot.press("p")
+        await _wait(pilot, lambda: view._passes_state in ("ready", "failed"), 60)
+        await pilot.pause(0.3)
+        shown = _footer_keys_shown(app)
+        assert "?" in shown, shown
+        assert "s" not in shown and "[]" not in shown and "d" not in shown, shown  # they did nothing here
+        before = (view.split, view.diff)
+        await pilot.press("s", "d")
+        assert (view.split, view.diff) == before
+        await pilot.press("p")
+        await pilot.pause(0.3)
+        assert "s" in _footer_keys_shown(app)
+
+    drive(GPU_FIXTURES / "add_relu_passes", steps)

@@ -350,6 +350,8 @@ class PipelineView(PassView, Widget, can_focus=False):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in ("toggle_changed", "cycle_pass_view", "recompute"):
             return self.mode == "passes"
+        if action in ("step", "step_other", "toggle_split", "toggle_diff"):
+            return self.mode == "stages"  # over the passes they did nothing: out of the footer, so ? fits at 80
         if action == "sass_listing":  # in the footer only where there is SASS to show
             return self.mode == "stages" and bool(self.stages) and parameters[0] != self.sass_raw and "sass" in (
                 self.current.stage, self.other.stage if self.split or self.diff else "")
