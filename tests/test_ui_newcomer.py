@@ -677,3 +677,18 @@ def test_the_passes_footer_keeps_question_mark_at_80_columns_and_drops_the_stage
         assert "s" in _footer_keys_shown(app)
 
     drive(GPU_FIXTURES / "add_relu_passes", steps)
+
+
+def test_sass_split_beside_the_source_at_80_columns_shows_the_instructions():
+    """SASS | Triton source at 80x24: each SASS row shows its opcode, not only nvdisasm's padded address."""
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        await pilot.press("[", "s")  # SASS on the left, the source beside it
+        await pilot.pause(0.3)
+        assert view.split and view.current.stage == "sass"
+        rows = screen_rows(app)
+        sass = [r.split("│")[2] for r in rows if r.startswith("│") and "/*0" in r]
+        assert sass, rows
+        assert any("LDC R1" in r for r in sass) and any("S2R R0, SR_TID.X" in r for r in sass), sass
+
+    drive(GPU_FIXTURES / "add_relu", steps)

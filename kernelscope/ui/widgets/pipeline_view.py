@@ -377,7 +377,8 @@ class PipelineView(PassView, Widget, can_focus=False):
         self._display_stages()
         self.show()
         if at.strip():  # keep the cursor on the same line (an instruction's address makes it unique)
-            found = next((i for i, text in enumerate(pane.lines) if text == at), None)
+            same = " ".join(at.split())  # the compact listing has the instruction one space after its address
+            found = next((i for i, text in enumerate(pane.lines) if " ".join(text.split()) == same), None)
             if found is not None:
                 pane.move_cursor(found, center=True)
         self.notify("SASS as nvdisasm prints it" if self.sass_raw
