@@ -59,8 +59,8 @@ def shorten_middle(text: str, width: int) -> str:
 
 
 # What every generated kernel's name starts with and the table's kind column already says:
-# ``triton_poi_fused_``, ``triton_red_``, ``cpp_fused_``, an extern's ``aten.``.
-_KERNEL_DECORATION = re.compile(r"^(?:(?:triton_(?:[a-z]{3}_)?|cpp_)(?:fused_)?|aten\.)")
+# ``triton_poi_fused_``, ``triton_red_``, ``cpp_fused_``, an extern's ``extern_kernels.`` or ``aten.``.
+_KERNEL_DECORATION = re.compile(r"^(?:(?:triton_(?:[a-z]{3}_)?|cpp_)(?:fused_)?|(?:extern_kernels\.|torch\.ops\.)?aten\.|extern_kernels\.)")
 
 
 def kernel_name_core(name: str) -> str:

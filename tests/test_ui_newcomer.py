@@ -692,3 +692,19 @@ def test_sass_split_beside_the_source_at_80_columns_shows_the_instructions():
         assert any("LDC R1" in r for r in sass) and any("S2R R0, SR_TID.X" in r for r in sass), sass
 
     drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_the_diff_table_at_80_columns_keeps_the_kind_and_time_columns_and_the_names_ends(ref_bundles):
+    from kernelscope.ui.widgets.diff_view import DiffApp
+
+    async def run():
+        app = DiffApp(str(ref_bundles["linear_relu"]), str(ref_bundles["linear_relu_autotune"]))
+        async with app.run_test(size=NARROW) as pilot:
+            await _wait(pilot, lambda: app.query_one("#diff-kernels").row_count > 0, 30)
+            await pilot.pause(0.3)
+            rows = screen_rows(app)
+            header = next(r for r in rows if "A" in r and "B" in r and "kind" in r)
+            assert "time A -> B" in header, rows
+            assert any("backward_0" in r and "≈ replaced" in r and "ext, poi -> tpl" in r for r in rows), rows
+
+    asyncio.run(run())
