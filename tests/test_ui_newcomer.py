@@ -708,3 +708,24 @@ def test_the_diff_table_at_80_columns_keeps_the_kind_and_time_columns_and_the_na
             assert any("backward_0" in r and "≈ replaced" in r and "ext, poi -> tpl" in r for r in rows), rows
 
     asyncio.run(run())
+
+
+def test_question_mark_in_the_diff_app_lists_its_keys(ref_bundles):
+    from kernelscope.ui.screens.keys import KeysScreen
+    from kernelscope.ui.widgets.diff_view import DiffApp
+
+    async def run():
+        app = DiffApp(str(ref_bundles["linear_relu"]), str(ref_bundles["linear_relu_autotune"]))
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            assert "?" in _footer_keys_shown(app)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, KeysScreen)
+            assert any(what == "Hide/show same" for _, _, what in app.screen.rows)
+            assert any("↑↓ scroll · esc closes" in r for r in screen_rows(app))
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, KeysScreen)
+
+    asyncio.run(run())

@@ -61,7 +61,7 @@ class KeysScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="keys-panel"):
-            yield Static("Keys · ↑↓ scroll · esc closes", id="keys-hint", markup=False)
+            yield Static("↑↓ scroll · esc closes", id="keys-hint", markup=False)  # whole at 80 columns
             yield Static(self._text(), id="keys-list")
 
     def _text(self) -> Text:

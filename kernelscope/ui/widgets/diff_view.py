@@ -245,7 +245,7 @@ class DiffApp(App):
     """A window around one DiffView: ``kernelscope diff A B --ui`` (and pilot tests)."""
 
     TITLE = "kernelscope diff"
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("question_mark", "keys", "Keys", key_display="?"), Binding("q", "quit", "Quit")]
 
     def __init__(self, bundle_a: Bundle | str, bundle_b: Bundle | str) -> None:
         super().__init__()
@@ -255,3 +255,10 @@ class DiffApp(App):
         yield Header()
         yield DiffView(self.bundle_a, self.bundle_b)
         yield Footer()
+
+    def action_keys(self) -> None:
+        """? : every key, in a panel that scrolls (as in the explorer)."""
+        from kernelscope.ui.screens.keys import KeysScreen
+
+        if not isinstance(self.screen, KeysScreen):
+            self.push_screen(KeysScreen(self.screen))
