@@ -729,3 +729,19 @@ def test_question_mark_in_the_diff_app_lists_its_keys(ref_bundles):
             assert not isinstance(app.screen, KeysScreen)
 
     asyncio.run(run())
+
+
+def test_the_passes_status_line_starts_with_the_pass_and_its_state_at_80_columns():
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        await pilot.press("p")
+        await _wait(pilot, lambda: view._passes_state in ("ready", "failed"), 60)
+        await pilot.press("c")  # changed passes only
+        longest = max(range(len(view.visible_passes)), key=lambda i: len(view.visible_passes[i].name))
+        await pilot.press(*["down"] * longest)
+        await pilot.pause(0.3)
+        p = view.visible_passes[longest]
+        status = next(r for r in screen_rows(app) if f"pass {p.index} " in r)
+        assert f"pass {p.index} {p.name}: changed" in status, status
+
+    drive(GPU_FIXTURES / "add_relu_passes", steps)
