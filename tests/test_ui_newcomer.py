@@ -745,3 +745,21 @@ def test_the_passes_status_line_starts_with_the_pass_and_its_state_at_80_columns
         assert f"pass {p.index} {p.name}: changed" in status, status
 
     drive(GPU_FIXTURES / "add_relu_passes", steps)
+
+
+def test_stage_keys_typed_while_the_stages_load_are_kept():
+    from kernelscope.ui.screens.tools import PipelineScreen
+    from kernelscope.ui.widgets.pipeline_view import PipelineView
+
+    async def steps(pilot, app):
+        await pilot.press("p")
+        await _wait(pilot, lambda: isinstance(app.screen, PipelineScreen), 10)
+        view = app.screen.query_one(PipelineView)
+        typed_early = not view.stages
+        await pilot.press("]", "]")
+        await _wait(pilot, lambda: bool(view.stages), 20)
+        await pilot.pause()
+        assert typed_early, "the stages loaded before the keys: this test saw nothing"
+        assert view.current.stage == "ttgir", view.current.stage  # source -> TTIR -> TTGIR
+
+    drive(GPU_FIXTURES / "add_relu", steps)

@@ -96,6 +96,7 @@ class PipelineView(PassView, Widget, can_focus=False):
         self.stages: list[StageText] = []  # as shown: temporary paths named, SASS compact unless sass_raw
         self.raw_stages: list[StageText] = []  # as loaded
         self.sass_raw = False
+        self._pending: list[tuple[str, int]] = []  # [ ] { } typed before the stages loaded
         self._came_from: tuple[int, int] | None = None  # (stage, line) a single-pane follow left for the source
         self.stage_index = 0
         self.other_index = 1
@@ -179,6 +180,9 @@ class PipelineView(PassView, Widget, can_focus=False):
         self.stage_index = 0
         self.other_index = 1 if len(self.stages) > 1 else 0
         self.show()
+        pending, self._pending = self._pending, []
+        for action, delta in pending:
+            getattr(self, f"action_{action}")(delta)
 
     def _display_stages(self) -> None:
         name = (self.kernel.source or "").rsplit("/", 1)[-1] or f"{self.kernel.name}.py"
@@ -358,6 +362,9 @@ class PipelineView(PassView, Widget, can_focus=False):
         return True
 
     def action_step(self, delta: int) -> None:
+        if self.mode == "stages" and not self.stages and not self.raw_stages:
+            self._pending.append(("step", delta))  # typed while the stages load: kept, done once loaded
+            return
         if self.mode != "stages" or not self.stages:
             return
         self._came_from = None
@@ -385,6 +392,9 @@ class PipelineView(PassView, Widget, can_focus=False):
                     else "compact SASS: file/line comments folded into the line mapping", timeout=2)
 
     def action_step_other(self, delta: int) -> None:
+        if self.mode == "stages" and not self.stages and not self.raw_stages:
+            self._pending.append(("step_other", delta))
+            return
         if self.mode != "stages" or not self.stages:
             return
         self.other_index = (self.other_index + delta) % len(self.stages)
