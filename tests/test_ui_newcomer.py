@@ -763,3 +763,19 @@ def test_stage_keys_typed_while_the_stages_load_are_kept():
         assert view.current.stage == "ttgir", view.current.stage  # source -> TTIR -> TTGIR
 
     drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_the_palettes_keys_command_opens_the_panel_that_scrolls():
+    from kernelscope.ui.screens.keys import KeysScreen
+
+    async def steps(pilot, app):
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Keys")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, KeysScreen), app.screen
+        assert not app.screen.query("HelpPanel") and not app.screen_stack[-2].query("HelpPanel")
+
+    drive(GPU_FIXTURES / "add_relu", steps)

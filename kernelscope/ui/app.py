@@ -415,6 +415,9 @@ class KernelscopeApp(App):
         if not isinstance(self.screen, KeysScreen):
             self.push_screen(KeysScreen(self.screen))
 
+    def action_show_help_panel(self) -> None:  # the palette's "Keys": the same panel as ?
+        self.action_keys()
+
 
 def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: CaptureRequest | None = None,
              presentation: bool = False, theme: str | None = None) -> KernelscopeApp:
