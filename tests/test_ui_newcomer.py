@@ -779,3 +779,17 @@ def test_the_palettes_keys_command_opens_the_panel_that_scrolls():
         assert not app.screen.query("HelpPanel") and not app.screen_stack[-2].query("HelpPanel")
 
     drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_the_bench_views_measured_table_shows_every_column_at_80_columns():
+    async def steps(pilot, app):
+        runs = app.screen.bundle.extra["bench"]["run"]["eager"]["e2e"]["runs"]
+        await pilot.press("b")
+        await pilot.pause(0.5)
+        rows = screen_rows(app)
+        header = next(r for r in rows if "end-to-end" in r and "p10-p90" in r)
+        assert header.rstrip().endswith("runs"), header
+        eager = next(r for r in rows if r.split()[:2] == ["eager", "1"] and " ms" in r)
+        assert eager.split()[-1] == str(runs), eager
+
+    drive(GPU_FIXTURES / "softmax_bench_cpu", steps)
