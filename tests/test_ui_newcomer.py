@@ -793,3 +793,16 @@ def test_the_bench_views_measured_table_shows_every_column_at_80_columns():
         assert eager.split()[-1] == str(runs), eager
 
     drive(GPU_FIXTURES / "softmax_bench_cpu", steps)
+
+
+def test_the_breaks_pane_footer_shows_enter_and_enter_shows_the_line():
+    async def steps(pilot, app):
+        await pilot.press("6")
+        await pilot.pause(0.3)
+        shown = _footer_keys_shown(app)
+        assert shown[:2] == ["⏎", "?"], shown
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.screen.active_pane == "source"
+
+    drive(GPU_FIXTURES / "graph_break", steps)
