@@ -806,3 +806,18 @@ def test_the_breaks_pane_footer_shows_enter_and_enter_shows_the_line():
         assert app.screen.active_pane == "source"
 
     drive(GPU_FIXTURES / "graph_break", steps)
+
+
+def test_the_editor_says_the_users_file_is_untouched_at_80_columns(tmp_path, monkeypatch):
+    from kernelscope.ui.screens.editor import EditorScreen
+
+    async def run():
+        app = make_app()
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            await pilot.press("e")
+            await _wait(pilot, lambda: isinstance(app.screen, EditorScreen), 10)
+            await pilot.pause(0.3)
+            assert any("your file is untouched until ctrl+s" in r for r in screen_rows(app))
+
+    asyncio.run(run())
