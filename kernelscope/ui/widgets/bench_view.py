@@ -8,6 +8,8 @@ posts messages; ``c`` (or leaving the view) cancels it and kills the child. No t
 
 from __future__ import annotations
 
+import re
+import textwrap
 from dataclasses import dataclass
 
 from textual import on, work
@@ -107,7 +109,12 @@ class BenchView(Vertical):
         else:
             note = ""
         text = tables.bench_text(self.bundle.extra.get("bench"), counts)
-        return text + (f"\n{note}" if note else "")
+        text += f"\n{note}" if note else ""
+        width = self.size.width - 4  # the text's padding and the scrollbar
+        return wrap_prose(text, width) if width > 20 else text
+
+    def on_resize(self) -> None:
+        self.query_one("#bench-text", Static).update(self.results_text())
 
     def _idle_status(self) -> str:
         stored = self.bundle.extra.get("bench") or {}
@@ -253,3 +260,21 @@ class BenchView(Vertical):
             self._set_status(f"bench {message.text} · " + self._idle_status())
         else:
             self._set_status(f"bench {message.status}: {message.text}")
+
+
+_COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
+
+
+def wrap_prose(text: str, width: int) -> str:
+    """``text`` with its prose lines wider than ``width`` wrapped at spaces (under their own indent),
+    so that a number at the end of a sentence (the compile time after the speedup) is not cut off;
+    table rows (indented, with two or more column gaps) stay as they are, to scroll with ←→."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width or (line.startswith(" ") and len(_COLUMN_GAP.findall(line)) >= 2):
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out.extend(textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                 break_on_hyphens=False, break_long_words=False) or [line])
+    return "\n".join(out)
