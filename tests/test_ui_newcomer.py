@@ -844,3 +844,37 @@ def test_the_bench_views_sentences_wrap_so_their_numbers_show_at_80_columns():
         assert "  " in table.strip()  # the table rows keep their columns
 
     drive(GPU_FIXTURES / "softmax_bench_cpu", steps)
+
+
+def test_benching_a_received_bundle_asks_before_running_its_copy_of_the_file():
+    from kernelscope.ui.screens.dialogs import ConfirmScreen
+    from kernelscope.ui.screens.tools import BenchScreen
+
+    async def steps(pilot, app):
+        await pilot.press("b")
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen), app.screen
+        assert "hf_gpt2.py" in app.screen.question and "--run-bundled-source" not in app.screen.question
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, BenchScreen)
+        status = str(app.screen.query_one("#bench-status").render())
+        assert "not run: the bundle's copy of the captured file was not agreed to" in status, status
+
+    drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_the_bench_view_of_a_gpu_capture_on_a_machine_without_one_benches_on_the_cpu(monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_DEVICE", "cpu")
+
+    async def steps(pilot, app):
+        await pilot.press("b")
+        await pilot.pause()
+        view = app.screen.query_one("BenchView")
+        assert view.device == "cpu" and view.settings.device == "cpu"
+        status = str(app.screen.query_one("#bench-status").render())
+        assert "r: eager vs compiled on cpu" in status, status
+
+    drive(GPU_FIXTURES / "softmax", steps)
