@@ -878,3 +878,17 @@ def test_the_bench_view_of_a_gpu_capture_on_a_machine_without_one_benches_on_the
         assert "r: eager vs compiled on cpu" in status, status
 
     drive(GPU_FIXTURES / "softmax", steps)
+
+
+def test_presentation_titles_keep_the_kernel_names_end_at_80x24():
+    from kernelscope.ui.widgets.presentation import PresentationScreen
+
+    async def steps(pilot, app):
+        await pilot.press("P")
+        await _wait(pilot, lambda: isinstance(app.screen, PresentationScreen), 10)
+        await pilot.pause(0.3)
+        title = str(app.screen.query_one("#pres-right").border_title)
+        assert title.endswith("_unsqueeze_0") and "…" in title, title
+        assert any(title in r for r in screen_rows(app)), title  # the whole title is drawn
+
+    drive(GPU_FIXTURES / "gpt2", steps)
