@@ -892,3 +892,26 @@ def test_presentation_titles_keep_the_kernel_names_end_at_80x24():
         assert any(title in r for r in screen_rows(app)), title  # the whole title is drawn
 
     drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_tab_then_enter_in_the_gallery_opens_the_newest_recent_capture(tmp_path):
+    import shutil
+
+    from kernelscope.ui.paths import remember_capture
+
+    bundle = tmp_path / "a"
+    shutil.copytree(TWO_CALLS, bundle)
+    remember_capture(bundle)
+
+    async def run():
+        app = make_app()
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            await pilot.press("tab")
+            await pilot.pause()
+            assert app.focused.id == "recent"
+            await pilot.press("enter")
+            await _wait(pilot, lambda: isinstance(app.screen, ExplorerScreen), 10)
+            assert str(app.screen.bundle.root) == str(bundle)
+
+    asyncio.run(run())
