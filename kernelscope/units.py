@@ -6,6 +6,8 @@ Sizes and rates are decimal SI, as GPU bandwidth is quoted: 1 KB = 10^3 bytes, 1
 
 from __future__ import annotations
 
+import re
+
 _UNITS = (("GB", 1e9), ("MB", 1e6), ("KB", 1e3))
 
 
@@ -54,6 +56,56 @@ def shorten_middle(text: str, width: int) -> str:
         cut = wider.find("_")
         end = wider[cut:] if 0 <= cut and len(wider) - cut > len(end) else end
     return start + "…" + end
+
+
+# What every generated kernel's name starts with and the table's kind column already says:
+# ``triton_poi_fused_``, ``triton_red_``, ``cpp_fused_``, an extern's ``extern_kernels.`` or ``aten.``.
+_KERNEL_DECORATION = re.compile(r"^(?:(?:triton_(?:[a-z]{3}_)?|cpp_)(?:fused_)?|(?:extern_kernels\.|torch\.ops\.)?aten\.|extern_kernels\.)")
+
+
+def kernel_name_core(name: str) -> str:
+    """A kernel's name without its decoration: ``triton_poi_fused_add_relu_0`` -> ``add_relu_0``."""
+    core = _KERNEL_DECORATION.sub("", name, count=1).lstrip("_")
+    return name if not core or core.isdigit() else core
+
+
+def shorten_kernel_name(name: str, width: int) -> str:
+    """A kernel's name cut to ``width`` cells keeping what tells it apart: its fused ops' tail and index.
+
+    The decoration goes first (``triton_red_fused_``: the kind column says it), then the middle of the
+    op names, on ``_`` boundaries, the last ops and the index kept whole where they fit:
+    ``triton_red_fused_add_embedding_native_layer_norm_0`` -> ``add_…_native_layer_norm_0`` ->
+    ``…layer_norm_0``. A name that fits is left as it is."""
+    if len(name) <= width:
+        return name
+    if width <= 1:
+        return "…"[:max(width, 0)]
+    core = kernel_name_core(name)
+    if len(core) <= width:
+        return core
+    words = core.split("_")
+    room = width - 1  # the ellipsis
+    # The first op, when short beside the room, says where the fusion starts; the tail has the rest.
+    head = words[0] + "_" if len(words) > 2 and len(words[0]) + 1 <= room // 3 else ""
+    last = len(words) - (2 if len(words) > 1 and words[-1].isdigit() else 1)  # the last op and its index
+    for lead in ([head, ""] if head else [""]):
+        for i in range(1, last + 1):
+            joined = lead + "…" + ("_" if lead else "") + "_".join(words[i:])
+            if len(joined) <= width:
+                return joined
+    return "…" + core[len(core) - room:]
+
+
+def fit_kernel_title(title: str, name: str, width: int, *, optional_lead: bool = False) -> str:
+    """``title`` (which holds the kernel ``name``) in ``width`` cells: the name shortened as
+    :func:`shorten_kernel_name` does, the words around it kept; with ``optional_lead`` the words
+    before the name (``fused kernel · ``, decoration) go first where the name would keep under 18."""
+    if len(title) <= width or not name or name not in title:
+        return title
+    before, after = title.split(name, 1)
+    if optional_lead and width - len(before) - len(after) < min(len(name), 18):
+        before = ""
+    return before + shorten_kernel_name(name, max(width - len(before) - len(after), 8)) + after
 
 
 def base_name(path: str | None) -> str:

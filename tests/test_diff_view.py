@@ -27,7 +27,9 @@ def test_diff_view_shows_the_template_replacing_the_extern_mm(ref_bundles):
             assert table.row_count == 1
             row = [str(c) for c in table.get_row_at(0)]
             assert row[0] == "≈ replaced"
-            assert "extern_kernels.mm" in row[1] and row[2] == "triton_tem_fused_addmm_relu_t_threshold_backward_0"
+            # At 120 columns the full names would push the kind and the times off: they keep their ends.
+            assert "mm" in row[1] and row[2].endswith("_threshold_backward_0"), row
+            assert view.visible_entries()[0].b[0].name == "triton_tem_fused_addmm_relu_t_threshold_backward_0"
             summary = str(view.query_one("#diff-summary", Static).render())
             assert "kernels 2 -> 1, launches per call 2 -> 1" in summary
             changes = str(view.query_one("#diff-changes", Static).render())

@@ -181,8 +181,8 @@ def test_listing_transforms_on_text():
     sass = ('\t.target sm_90a\n\n\n\t//## File "/tmp/kernelscope-work-ab12/inductor/nu/cx.py", line 18\n'
             "        /*0000*/  LDC R1, c[0x0][0x28] ;\n\n\n\n        /*0010*/  EXIT ;\n")
     text, origin = compact_sass(sass)
-    assert text.splitlines() == ["\t.target sm_90a", "", "        /*0000*/  LDC R1, c[0x0][0x28] ;", "",
-                                 "        /*0010*/  EXIT ;"]
+    assert text.splitlines() == ["\t.target sm_90a", "", " /*0000*/ LDC R1, c[0x0][0x28] ;", "",
+                                 " /*0010*/ EXIT ;"]
     assert origin == [1, 2, 5, 6, 9]
     llir = '!1 = !DIFile(filename: "cx.py", directory: "/tmp/kernelscope-work-ab12/inductor/nu")'
     assert short_paths(llir, "/tmp/kernelscope-work/inductor/nu/cx.py", "k.py") == \

@@ -62,7 +62,8 @@ def check_shows(screen: ExplorerScreen, kernel) -> None:
     assert display_name(kernel)[-6:] in rows[selected[0]]  # long names shorten in the middle
 
     kernel_pane = screen.query_one("#pane-kernel")
-    assert kernel.name[:12] in drawn(kernel_pane)[-1]  # its bottom border: "name · kind ..."
+    # Its bottom border: "name · warps ...", the name keeping its end (the last op and the index).
+    assert "_".join(kernel.name.split("_")[-2:]) in drawn(kernel_pane)[-1], drawn(kernel_pane)[-1]
     fx_count = len(wanted["fx"])
     fx_border = drawn(screen.query_one("#pane-fx"))[-1]
     assert f"{fx_count} node" in fx_border, fx_border

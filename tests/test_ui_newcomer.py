@@ -577,3 +577,341 @@ def test_diff_of_static_and_dynamic_two_call_captures_matches_the_symbolic_kerne
         assert "recompiles 1 -> 0" in summary and "1 same" in summary, summary
 
     drive(TWO_CALLS, steps)
+
+
+def screen_rows(app) -> list[str]:
+    """What the terminal shows, row by row (from a screenshot: its <text> runs by line, in order)."""
+    import html
+    import re
+
+    rows: dict[int, list[tuple[float, str]]] = {}
+    for x, line, text in re.findall(r'<text[^>]*x="([\d.]+)"[^>]*clip-path="url\(#terminal-(?:\d+-)?line-(\d+)\)">([^<]*)</text>',
+                                    app.export_screenshot()):
+        rows.setdefault(int(line), []).append((float(x), html.unescape(text).replace("\xa0", " ")))
+    out = []
+    for n in sorted(rows):
+        line, end = "", 0.0
+        for x, text in rows[n]:
+            line += " " * max(round((x - end) / 12.2), 0) + text
+            end = x + 12.2 * len(text)
+        out.append(line)
+    return out
+
+
+LAYER_NORM_0 = "triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"
+
+
+def test_kernel_names_keep_their_distinguishing_end_at_160x48():
+    """gpt2's kernels at 160x48: the name column, the Kernel source, Output code and FX titles keep the
+    fused ops' tail and the index (``…_unsqueeze_0``, not ``triton_…_unsqueeze_0`` or ``…native_layer…``)
+    and the kernel's warps and stages."""
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def steps(pilot, app):
+        await pilot.pause(0.5)
+        assert LAYER_NORM_0 in app.screen.query_one(KernelTable).row_names()  # the name shortened below
+        rows = screen_rows(app)
+        shown = "\n".join(rows)
+        assert "add_…_unsqueeze_0" in shown, shown
+        assert "triton_…" not in shown and "triton_per_…" not in shown, shown
+        kernel_title = next(r for r in rows if "warps" in r)
+        assert "unsqueeze_0 · warps 8 · stages 1" in kernel_title, kernel_title
+        assert any("0-0-inference · add_…" in r and "_layer_norm_unsqueeze_0 ─╯" in r for r in rows), shown
+        assert any("13 nodes of add_…" in r and "_unsqueeze_0 ─╯" in r for r in rows), shown
+        for row in rows:  # a name in a title is never cut at its end
+            assert "native_layer… " not in row and "embedd… " not in row, row
+
+    drive(GPU_FIXTURES / "gpt2", steps, size=(160, 48))
+
+
+@pytest.mark.parametrize("where", ["explorer", "pipeline"])
+def test_the_keys_panel_scrolls_to_its_last_line_at_80x24(where):
+    """``?`` at 80x24 lists more keys than 24 rows hold: ↓ and End reach the last one, escape closes it."""
+    from kernelscope.ui.screens.keys import KeysScreen
+
+    async def steps(pilot, app):
+        if where == "pipeline":
+            await _pipeline(pilot, app)
+        under = app.screen
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, KeysScreen)
+        keys = app.screen.rows
+        assert len(keys) + 4 > NARROW[1], "the list fits: this test would not see a cut"
+        _, last_keys, last_what = keys[-1]
+        assert not any(last_what in row for row in screen_rows(app))
+        await pilot.press("end")
+        await pilot.pause()
+        rows = screen_rows(app)
+        assert any(f"{last_keys} {last_what}" in row for row in rows), rows
+        first_group = keys[0][0]
+        await pilot.press("home")
+        await pilot.pause()
+        assert any(first_group in row for row in screen_rows(app))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is under
+
+    drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def _footer_keys_shown(app) -> list[str]:
+    return [k.key_display for k in app.screen.query("FooterKey") if k.region.area and k.region.right <= NARROW[0]]
+
+
+def test_the_passes_footer_keeps_question_mark_at_80_columns_and_drops_the_stage_keys():
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        assert "?" in _footer_keys_shown(app)
+        await pilot.press("p")
+        await _wait(pilot, lambda: view._passes_state in ("ready", "failed"), 60)
+        await pilot.pause(0.3)
+        shown = _footer_keys_shown(app)
+        assert "?" in shown, shown
+        assert "s" not in shown and "[]" not in shown and "d" not in shown, shown  # they did nothing here
+        before = (view.split, view.diff)
+        await pilot.press("s", "d")
+        assert (view.split, view.diff) == before
+        await pilot.press("p")
+        await pilot.pause(0.3)
+        assert "s" in _footer_keys_shown(app)
+
+    drive(GPU_FIXTURES / "add_relu_passes", steps)
+
+
+def test_sass_split_beside_the_source_at_80_columns_shows_the_instructions():
+    """SASS | Triton source at 80x24: each SASS row shows its opcode, not only nvdisasm's padded address."""
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        await pilot.press("[", "s")  # SASS on the left, the source beside it
+        await pilot.pause(0.3)
+        assert view.split and view.current.stage == "sass"
+        rows = screen_rows(app)
+        sass = [r.split("│")[2] for r in rows if r.startswith("│") and "/*0" in r]
+        assert sass, rows
+        assert any("LDC R1" in r for r in sass) and any("S2R R0, SR_TID.X" in r for r in sass), sass
+
+    drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_the_diff_table_at_80_columns_keeps_the_kind_and_time_columns_and_the_names_ends(ref_bundles):
+    from kernelscope.ui.widgets.diff_view import DiffApp
+
+    async def run():
+        app = DiffApp(str(ref_bundles["linear_relu"]), str(ref_bundles["linear_relu_autotune"]))
+        async with app.run_test(size=NARROW) as pilot:
+            await _wait(pilot, lambda: app.query_one("#diff-kernels").row_count > 0, 30)
+            await pilot.pause(0.3)
+            rows = screen_rows(app)
+            header = next(r for r in rows if "A" in r and "B" in r and "kind" in r)
+            assert "time A -> B" in header, rows
+            assert any("backward_0" in r and "≈ replaced" in r and "ext, poi -> tpl" in r for r in rows), rows
+
+    asyncio.run(run())
+
+
+def test_question_mark_in_the_diff_app_lists_its_keys(ref_bundles):
+    from kernelscope.ui.screens.keys import KeysScreen
+    from kernelscope.ui.widgets.diff_view import DiffApp
+
+    async def run():
+        app = DiffApp(str(ref_bundles["linear_relu"]), str(ref_bundles["linear_relu_autotune"]))
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            assert "?" in _footer_keys_shown(app)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, KeysScreen)
+            assert any(what == "Hide/show same" for _, _, what in app.screen.rows)
+            assert any("↑↓ scroll · esc closes" in r for r in screen_rows(app))
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, KeysScreen)
+
+    asyncio.run(run())
+
+
+def test_the_passes_status_line_starts_with_the_pass_and_its_state_at_80_columns():
+    async def steps(pilot, app):
+        view = await _pipeline(pilot, app)
+        await pilot.press("p")
+        await _wait(pilot, lambda: view._passes_state in ("ready", "failed"), 60)
+        await pilot.press("c")  # changed passes only
+        longest = max(range(len(view.visible_passes)), key=lambda i: len(view.visible_passes[i].name))
+        await pilot.press(*["down"] * longest)
+        await pilot.pause(0.3)
+        p = view.visible_passes[longest]
+        status = next(r for r in screen_rows(app) if f"pass {p.index} " in r)
+        assert f"pass {p.index} {p.name}: changed" in status, status
+
+    drive(GPU_FIXTURES / "add_relu_passes", steps)
+
+
+def test_stage_keys_typed_while_the_stages_load_are_kept():
+    from kernelscope.ui.screens.tools import PipelineScreen
+    from kernelscope.ui.widgets.pipeline_view import PipelineView
+
+    async def steps(pilot, app):
+        await pilot.press("p")
+        await _wait(pilot, lambda: isinstance(app.screen, PipelineScreen), 10)
+        view = app.screen.query_one(PipelineView)
+        typed_early = not view.stages
+        await pilot.press("]", "]")
+        await _wait(pilot, lambda: bool(view.stages), 20)
+        await pilot.pause()
+        assert typed_early, "the stages loaded before the keys: this test saw nothing"
+        assert view.current.stage == "ttgir", view.current.stage  # source -> TTIR -> TTGIR
+
+    drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_the_palettes_keys_command_opens_the_panel_that_scrolls():
+    from kernelscope.ui.screens.keys import KeysScreen
+
+    async def steps(pilot, app):
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Keys")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, KeysScreen), app.screen
+        assert not app.screen.query("HelpPanel") and not app.screen_stack[-2].query("HelpPanel")
+
+    drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_the_bench_views_measured_table_shows_every_column_at_80_columns():
+    async def steps(pilot, app):
+        runs = app.screen.bundle.extra["bench"]["run"]["eager"]["e2e"]["runs"]
+        await pilot.press("b")
+        await pilot.pause(0.5)
+        for _ in range(40):  # down to the measured table
+            rows = screen_rows(app)
+            if any("end-to-end" in r and "p10-p90" in r for r in rows[:-6]):
+                break
+            await pilot.press("down")
+            await pilot.pause()
+        header = next(r for r in rows if "end-to-end" in r and "p10-p90" in r)
+        assert header.rstrip().endswith("runs"), header
+        eager = next(r for r in rows if r.split()[:2] == ["eager", "1"] and " ms" in r)
+        assert eager.split()[-1] == str(runs), eager
+
+    drive(GPU_FIXTURES / "softmax_bench_cpu", steps)
+
+
+def test_the_breaks_pane_footer_shows_enter_and_enter_shows_the_line():
+    async def steps(pilot, app):
+        await pilot.press("6")
+        await pilot.pause(0.3)
+        shown = _footer_keys_shown(app)
+        assert shown[:2] == ["⏎", "?"], shown
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert app.screen.active_pane == "source"
+
+    drive(GPU_FIXTURES / "graph_break", steps)
+
+
+def test_the_editor_says_the_users_file_is_untouched_at_80_columns(tmp_path, monkeypatch):
+    from kernelscope.ui.screens.editor import EditorScreen
+
+    async def run():
+        app = make_app()
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            await pilot.press("e")
+            await _wait(pilot, lambda: isinstance(app.screen, EditorScreen), 10)
+            await pilot.pause(0.3)
+            assert any("your file is untouched until ctrl+s" in r for r in screen_rows(app))
+
+    asyncio.run(run())
+
+
+def test_the_bench_views_sentences_wrap_so_their_numbers_show_at_80_columns():
+    from textual.widgets import Static
+
+    async def steps(pilot, app):
+        compile_s = app.screen.bundle.extra["bench"]["run"]["compile_s"]
+        await pilot.press("b")
+        await pilot.pause(0.5)
+        lines = str(app.screen.query_one("#bench-text", Static).render()).splitlines()
+        shown = app.screen.query_one("#bench-scroll").size.width - 2  # the text's padding
+        assert any(f"{compile_s} s)" in line and len(line) <= shown for line in lines), lines
+        cpu = next(i for i, line in enumerate(lines) if line.startswith("CPU: "))
+        assert len(lines[cpu]) <= shown and lines[cpu + 1].strip().startswith("(20"), lines[cpu:cpu + 2]
+        table = next(line for line in lines if line.split()[:2] == ["eager", "1"] and " ms" in line)
+        assert "  " in table.strip()  # the table rows keep their columns
+
+    drive(GPU_FIXTURES / "softmax_bench_cpu", steps)
+
+
+def test_benching_a_received_bundle_asks_before_running_its_copy_of_the_file():
+    from kernelscope.ui.screens.dialogs import ConfirmScreen
+    from kernelscope.ui.screens.tools import BenchScreen
+
+    async def steps(pilot, app):
+        await pilot.press("b")
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen), app.screen
+        assert "hf_gpt2.py" in app.screen.question and "--run-bundled-source" not in app.screen.question
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, BenchScreen)
+        status = str(app.screen.query_one("#bench-status").render())
+        assert "not run: the bundle's copy of the captured file was not agreed to" in status, status
+
+    drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_the_bench_view_of_a_gpu_capture_on_a_machine_without_one_benches_on_the_cpu(monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_DEVICE", "cpu")
+
+    async def steps(pilot, app):
+        await pilot.press("b")
+        await pilot.pause()
+        view = app.screen.query_one("BenchView")
+        assert view.device == "cpu" and view.settings.device == "cpu"
+        status = str(app.screen.query_one("#bench-status").render())
+        assert "r: eager vs compiled on cpu" in status, status
+
+    drive(GPU_FIXTURES / "softmax", steps)
+
+
+def test_presentation_titles_keep_the_kernel_names_end_at_80x24():
+    from kernelscope.ui.widgets.presentation import PresentationScreen
+
+    async def steps(pilot, app):
+        await pilot.press("P")
+        await _wait(pilot, lambda: isinstance(app.screen, PresentationScreen), 10)
+        await pilot.pause(0.3)
+        title = str(app.screen.query_one("#pres-right").border_title)
+        assert title.endswith("_unsqueeze_0") and "…" in title, title
+        assert any(title in r for r in screen_rows(app)), title  # the whole title is drawn
+
+    drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_tab_then_enter_in_the_gallery_opens_the_newest_recent_capture(tmp_path):
+    import shutil
+
+    from kernelscope.ui.paths import remember_capture
+
+    bundle = tmp_path / "a"
+    shutil.copytree(TWO_CALLS, bundle)
+    remember_capture(bundle)
+
+    async def run():
+        app = make_app()
+        async with app.run_test(size=NARROW) as pilot:
+            await pilot.pause()
+            await pilot.press("tab")
+            await pilot.pause()
+            assert app.focused.id == "recent"
+            await pilot.press("enter")
+            await _wait(pilot, lambda: isinstance(app.screen, ExplorerScreen), 10)
+            assert str(app.screen.bundle.root) == str(bundle)
+
+    asyncio.run(run())

@@ -95,7 +95,9 @@ def test_explorer_long_kernel_name_80x24(snap_compare, fixture_bundles):
                         press=["1"])
 
 
-def test_bench_view_80x24(snap_compare, fixture_bundles):
+def test_bench_view_80x24(snap_compare, fixture_bundles, monkeypatch):
     # A GPU capture benched on the CPU: the view says it re-captured for the CPU; r runs, v picks the device.
+    # On a machine without a GPU (pinned: the status names the device the next bench runs on).
+    monkeypatch.setenv("KERNELSCOPE_DEVICE", "cpu")
     assert snap_compare(make_app(str(fixture_bundles["softmax_bench_cpu"])), run_before=highlighted,
                         terminal_size=SMALL, press=["b"])

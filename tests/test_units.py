@@ -8,7 +8,7 @@ from pathlib import Path
 from kernelscope.bundle.io import read_bundle
 from kernelscope.show import compact_configs, summary_text, variant_labels
 from kernelscope.ui.summary import title_line
-from kernelscope.units import fmt_bytes, plural, short_bytes, shorten_middle
+from kernelscope.units import fit_kernel_title, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
 from tests.conftest import kernelscope_cmd
 
 GPU = Path(__file__).parent / "fixtures" / "gpu"
@@ -40,6 +40,23 @@ def test_long_names_shorten_in_the_middle_on_word_boundaries():
         assert short.startswith("triton_") and short.endswith("_0")  # the kind and the index stay
     assert shorten_middle(name, 30) == "triton_per_…_online_sub_0"
     assert shorten_middle("add_relu", 30) == "add_relu" and shorten_middle("abc", 1) == "…"
+
+
+def test_kernel_names_drop_their_decoration_then_their_middle_and_keep_the_tail_and_index():
+    name = "triton_red_fused_add_arange_embedding_native_layer_norm_unsqueeze_0"
+    assert shorten_kernel_name(name, 80) == name  # what fits is left alone
+    assert shorten_kernel_name(name, 60) == "add_arange_embedding_native_layer_norm_unsqueeze_0"
+    assert shorten_kernel_name(name, 30) == "add_…_layer_norm_unsqueeze_0"
+    assert shorten_kernel_name(name, 21) == "add_…_unsqueeze_0"
+    assert shorten_kernel_name(name, 13) == "…unsqueeze_0"
+    for width in range(2, 70):
+        short = shorten_kernel_name(name, width)
+        assert len(short) <= width and short.endswith("_0" if width > 2 else "0"), (width, short)
+    assert shorten_kernel_name("triton_per_fused_native_layer_norm_0", 17) == "…layer_norm_0"
+    assert shorten_kernel_name("aten._scaled_dot_product_efficient_attention", 21) == "…efficient_attention"
+    assert shorten_kernel_name("cpp_fused_add_relu_0", 12) == "add_relu_0"
+    assert fit_kernel_title("fused kernel · " + name, name, 28, optional_lead=True) == "add_…_layer_norm_unsqueeze_0"
+    assert fit_kernel_title("TTIR · " + name, name, 28) == "TTIR · add_…_unsqueeze_0"
 
 
 def test_header_keeps_the_break_count_when_narrow():

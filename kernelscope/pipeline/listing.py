@@ -3,8 +3,9 @@
 Two display transforms, each keeping the stage's line map (the source frames of each line, parsed from
 the text as captured): temporary capture paths (``/tmp/kernelscope-work-*/.../<hash>.py``, in every
 ``loc()``, ``.file`` and ``//## File``) are shown as the bundle's kernel file name; and SASS is shown
-compact, without nvdisasm's ``//## File "...", line N`` comments (the line map holds them) and with runs
-of blank lines collapsed to one.
+compact, without nvdisasm's ``//## File "...", line N`` comments (the line map holds them), with runs
+of blank lines collapsed to one and each instruction one space after its address (nvdisasm pads the
+address to column 27: in a split pane at 80 columns only the addresses showed).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kernelscope.pipeline.stages import StageText
 # A path into a capture's temporary work folder (kernelscope.capture.runner makes "kernelscope-work-XXXX").
 _WORK_PATH = re.compile(r"""[^\s"'()]*kernelscope-work[^/\s"']*(?:/[^\s"'():,]*)?""")
 _SASS_FILE_LINE = re.compile(r'^\s*//## File "')
+_SASS_INSN = re.compile(r"^\s+(/\*[0-9a-f]{4,}\*/)\s+(?=\S)")  # "        /*0040*/                   S2R ..."
 
 
 def short_paths(text: str, kernel_file: str, display_name: str) -> str:
@@ -43,8 +45,9 @@ def short_paths(text: str, kernel_file: str, display_name: str) -> str:
 
 
 def compact_sass(text: str) -> tuple[str, list[int]]:
-    """SASS without its ``//## File`` lines and with blank runs collapsed; and, for each line kept, its
-    1-based line number in ``text``."""
+    """SASS without its ``//## File`` lines, with blank runs collapsed and each instruction one space
+    after its address (`` /*0040*/ S2R R9, SR_CTAID.X ;``); and, for each line kept, its 1-based line
+    number in ``text``."""
     out: list[str] = []
     origin: list[int] = []
     for n, line in enumerate(text.splitlines(), 1):
@@ -52,7 +55,7 @@ def compact_sass(text: str) -> tuple[str, list[int]]:
             continue
         if not line.strip() and (not out or not out[-1].strip()):
             continue  # a blank after a blank (or at the top)
-        out.append(line)
+        out.append(_SASS_INSN.sub(r" \1 ", line, count=1))
         origin.append(n)
     return "\n".join(out), origin
 

@@ -427,10 +427,13 @@ class KernelscopeApp(App):
         await self.screen.mount(banner, before=0)
 
     def action_keys(self) -> None:
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
-        else:
-            self.action_show_help_panel()
+        from kernelscope.ui.screens.keys import KeysScreen  # it scrolls: Textual's help panel did not, at 80x24
+
+        if not isinstance(self.screen, KeysScreen):
+            self.push_screen(KeysScreen(self.screen))
+
+    def action_show_help_panel(self) -> None:  # the palette's "Keys": the same panel as ?
+        self.action_keys()
 
 
 def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: CaptureRequest | None = None,

@@ -16,6 +16,7 @@ from textual.containers import Vertical
 from textual.message import Message
 
 from kernelscope.ui.textual_private.strips import set_subtitle_line
+from kernelscope.units import kernel_name_core, shorten_kernel_name
 
 if TYPE_CHECKING:
     from kernelscope.bundle.model import Bundle, Graph, Kernel
@@ -74,6 +75,7 @@ class Pane(Vertical):
         super().__init__(id=f"pane-{self.pane_id}", classes=" ".join(["pane", classes]).strip())
         self.border_title = f"{self.pane_key} {self.pane_title}"
         self.border_subtitle_text = ""
+        self._named_subtitle: tuple[str, str, list[str], tuple[str, ...]] | None = None
 
     @property
     def explorer(self) -> Selection:
@@ -90,6 +92,33 @@ class Pane(Vertical):
             return
         self.border_subtitle_text = text
         set_subtitle_line(self, text)
+
+    def set_named_subtitle(self, lead: str, name: str, facts: list[str], short_leads: tuple[str, ...] = ()) -> None:
+        """A subtitle naming a kernel: ``lead`` + ``name`` + `` · fact`` each, fitted to the pane's
+        width: the facts go from the last first, then ``lead`` gives way to ``short_leads`` (in turn), and the name
+        keeps its distinguishing end (``add_…_layer_norm_0``): the border never cuts its index off."""
+        self._named_subtitle = (lead, name, list(facts), short_leads)
+        room = self.outer_size.width - 6  # corners, the rule and a space either side
+        if room <= 0:
+            self.set_subtitle(lead + " · ".join([name, *facts]))
+            return
+        # The cells a name keeps (``add_…_layer_norm_0``) before a fact shows: its decoration
+        # (``triton_poi_fused_``) goes before any fact does.
+        keep = min(len(kernel_name_core(name)), 18)
+        facts = list(facts)
+        while facts and room - len(lead) - len(" · " + " · ".join(facts)) < keep:
+            facts.pop()
+        for shorter in short_leads:
+            if room - len(lead) >= keep:
+                break
+            lead = shorter
+        tail = " · " + " · ".join(facts) if facts else ""
+        self.set_subtitle(lead + shorten_kernel_name(name, max(room - len(lead) - len(tail), 8)) + tail)
+
+    def on_resize(self) -> None:
+        named = self._named_subtitle
+        if named is not None:
+            self.set_named_subtitle(*named)
 
     def load(self) -> None:
         """Fill what does not depend on the selection (once, when the screen mounts)."""

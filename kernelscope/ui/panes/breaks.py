@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
@@ -12,11 +13,17 @@ from kernelscope.ui.panes.base import Pane
 from kernelscope.units import base_name, plural
 
 
+class BreakList(OptionList):
+    """The breaks and recompiles; ⏎ in the footer (OptionList hides it), as the other panes show theirs."""
+
+    BINDINGS = [Binding("enter", "select", "Show line")]
+
+
 class BreaksPane(Pane):
     pane_id, pane_title, pane_key = "breaks", "Breaks", "6"
 
     def compose(self) -> ComposeResult:
-        yield OptionList(id="breaks")
+        yield BreakList(id="breaks")
 
     def load(self) -> None:
         breaks = self.query_one(OptionList)

@@ -48,9 +48,15 @@ class FxPane(Pane):
         lines = index.fx_lines_for_kernel(kernel, graph, self.fx_kind) if kernel else []
         if not view.is_placeholder:
             view.set_marks([n - 1 for n in lines], jump=not view.has_focus)
-        what = f" · {plural(len(lines), 'node')} of {kernel.name}" if kernel and lines else ""
         shown = "compact (a: as printed)" if self.fx_compact else "as printed (a: compact)"
-        self.set_subtitle(f"{FX_TITLES[self.fx_kind]} · {graph.id}{what} · {shown}")
+        if kernel and lines:
+            nodes = f"{plural(len(lines), 'node')} of "
+            title = FX_TITLES[self.fx_kind]
+            self.set_named_subtitle(f"{title} · {graph.id} · {nodes}", kernel.name, [shown],
+                                    short_leads=(f"{title} · {nodes}", nodes))
+        else:
+            self._named_subtitle = None
+            self.set_subtitle(f"{FX_TITLES[self.fx_kind]} · {graph.id} · {shown}")
 
     def _reload(self) -> None:
         self.show_selection(self.explorer.graph, self.explorer.kernel)

@@ -32,6 +32,7 @@ class KernelPane(Pane):
         self._loaded = key
         if k is None:
             view.set_placeholder("Select a kernel: ↑↓ in the kernel list, or , and . anywhere.")
+            self._named_subtitle = None
             self.set_subtitle("")
             return
         if k.lang == "extern" or not k.source:
@@ -41,13 +42,13 @@ class KernelPane(Pane):
                 f"Its launch is line {k.call_line} of the output code (press o).")
         else:
             view.set_document(self._doc(k))
-        facts = [k.kind]
+        facts = []  # the numbers first: where the pane is narrow the kind (the table says it) goes first
         chosen = next((v for v in k.triton if v.chosen), k.triton[0] if k.triton else None)
         if chosen is not None:
             facts.append(f"warps {chosen.metadata.get('num_warps')} · stages {chosen.metadata.get('num_stages')}")
             if len(k.triton) > 1:
                 facts.append(f"{len(k.triton)} variants")
-        self.set_subtitle(f"{k.name} · " + " · ".join(facts))
+        self.set_named_subtitle("", k.name, [*facts, k.kind])
 
     def _doc(self, k) -> TextDoc:
         doc = self._docs.get((k.source, k.lang))

@@ -38,8 +38,11 @@ class OutputPane(Pane):
         view.set_marks([n - 1 for n in lines], jump=False)
         if k is not None and k.call_line and not view.has_focus:
             view.move_cursor(k.call_line - 1, center=True)
-        launched = f" · {k.name} launched at line {k.call_line}" if k and k.call_line else ""
-        self.set_subtitle(graph.id + launched)
+        if k and k.call_line:
+            self.set_named_subtitle(f"{graph.id} · ", k.name, [f"launched at line {k.call_line}"])
+        else:
+            self._named_subtitle = None
+            self.set_subtitle(graph.id)
 
     @on(CodeView.LineActivated, "#output")
     def _line(self, event: CodeView.LineActivated) -> None:

@@ -50,7 +50,8 @@ class EditorScreen(Screen):
         except Exception:  # no tree-sitter grammar: plain text editing still works
             pass
         yield area
-        yield Static(f"scratch: {self.scratch}  ·  your file is untouched until ctrl+s", id="editor-status",
+        # What keeps the user's file safe first: at 80 columns the scratch path alone filled the line.
+        yield Static(f"your file is untouched until ctrl+s  ·  scratch: {self.scratch}", id="editor-status",
                      markup=False)
         yield Footer()
 

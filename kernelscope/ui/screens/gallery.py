@@ -100,6 +100,8 @@ class GalleryScreen(Screen):
                             for p in self.recent])
         if not self.recent:
             recent.add_option(Option("(none yet: captures land in the kernelscope cache)", disabled=True))
+        else:
+            recent.highlighted = 0  # tab then enter opens the newest (nothing was highlighted: enter did nothing)
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Back from a capture (or anything else): list the captures made since."""

@@ -8,6 +8,8 @@ posts messages; ``c`` (or leaving the view) cancels it and kills the child. No t
 
 from __future__ import annotations
 
+import re
+import textwrap
 from dataclasses import dataclass
 
 from textual import on, work
@@ -88,6 +90,11 @@ class BenchView(Vertical):
         self.settings = settings or BenchSettings()
         self._bench: Bench | None = None
         self.device = self.settings.device or bundle_device(bundle)
+        if self.device == "cuda" and not self.settings.device:
+            from kernelscope.ui.host import has_cuda_gpu
+
+            if not has_cuda_gpu():  # a GPU capture opened on a machine without one: its bench runs on the CPU
+                self.device = self.settings.device = "cpu"
 
     def compose(self) -> ComposeResult:
         yield Static(self._idle_status(), id="bench-status", markup=False)
@@ -107,7 +114,12 @@ class BenchView(Vertical):
         else:
             note = ""
         text = tables.bench_text(self.bundle.extra.get("bench"), counts)
-        return text + (f"\n{note}" if note else "")
+        text += f"\n{note}" if note else ""
+        width = self.size.width - 4  # the text's padding and the scrollbar
+        return wrap_prose(text, width) if width > 20 else text
+
+    def on_resize(self) -> None:
+        self.query_one("#bench-text", Static).update(self.results_text())
 
     def _idle_status(self) -> str:
         stored = self.bundle.extra.get("bench") or {}
@@ -210,6 +222,20 @@ class BenchView(Vertical):
         if not self.bundle.root:
             self._set_status("this capture is not saved in a folder; nothing to bench")
             return
+        question = "" if settings.kernel or settings.run_bundled_source else bundled_source_question(self.bundle)
+        if question:  # a received bundle: its copy of the user's file is its sender's code, ask first
+            from kernelscope.ui.screens.dialogs import ConfirmScreen
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.settings.run_bundled_source = True
+                    self._start(BenchSettings(**{**settings.__dict__, "run_bundled_source": True}))
+                else:
+                    self._set_status("not run: the bundle's copy of the captured file was not agreed to · "
+                                     "r: ask again")
+
+            self.app.push_screen(ConfirmScreen(question), answered)
+            return
         self._bench = Bench(self.bundle.root, settings, on_event=self._on_event)
         what = "sweep" if settings.sweep else (f"kernel {settings.kernel}" if settings.kernel else "eager vs compiled")
         self._set_status(f"bench ({what}) starting: a child process imports torch … · c: cancel")
@@ -252,4 +278,40 @@ class BenchView(Vertical):
             self.query_one("#bench-text", Static).update(self.results_text())
             self._set_status(f"bench {message.text} · " + self._idle_status())
         else:
-            self._set_status(f"bench {message.status}: {message.text}")
+            # The runner speaks to the command line; here the device is the v key.
+            self._set_status(f"bench {message.status}: " + message.text.replace("use --device cpu", "v: bench on cpu"))
+
+
+_COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
+
+
+def wrap_prose(text: str, width: int) -> str:
+    """``text`` with its prose lines wider than ``width`` wrapped at spaces (under their own indent),
+    so that a number at the end of a sentence (the compile time after the speedup) is not cut off;
+    table rows (indented, with two or more column gaps) stay as they are, to scroll with ←→."""
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width or (line.startswith(" ") and len(_COLUMN_GAP.findall(line)) >= 2):
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out.extend(textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                 break_on_hyphens=False, break_long_words=False) or [line])
+    return "\n".join(out)
+
+
+def bundled_source_question(bundle: Bundle) -> str:
+    """The question to ask before a bench reruns a received bundle's copy of the captured file (the
+    file is not on this machine; the CLI's --run-bundled-source), or "" where there is none to ask."""
+    from pathlib import Path
+
+    t = bundle.target or {}
+    file = t.get("file")
+    if not file or not t.get("name") or not bundle.root or Path(file).is_file():
+        return ""
+    path = (bundle.source or {}).get("path")
+    copy = Path(bundle.root) / path if path else None
+    if copy is None or not copy.is_file():
+        return ""
+    return (f"The captured file {file} is not on this machine. The bundle carries a copy, {copy}, whose "
+            "code its sender wrote (read it in 2 Your source). Run that copy to bench it?")

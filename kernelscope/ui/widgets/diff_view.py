@@ -33,6 +33,7 @@ from kernelscope.report.diff import (
     option_changes,
 )
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.units import shorten_kernel_name
 
 STATUS_MARK = {"replaced": "≈ replaced", "changed": "~ changed", "added": "+ added", "removed": "- removed",
                "same": "= same"}
@@ -134,16 +135,53 @@ class DiffView(Vertical):
 
     def _fill_table(self) -> None:
         table = self.query_one("#diff-kernels", DataTable)
+        at = table.cursor_row
         table.clear()
-        for i, e in enumerate(self.visible_entries()):
-            kinds_a = ", ".join(k.kind for k in e.a)
-            kinds_b = ", ".join(k.kind for k in e.b)
+        rows = self._rows(short_kinds=False)
+        fit = self._name_width(rows)
+        if fit is not None:  # narrow: the kinds as the kernel list tags them (poi, ext), the names get the room
+            rows = self._rows(short_kinds=True)
+            fit = self._name_width(rows)
+
+        def names(ns: list[str]) -> Text:
+            return Text("\n".join(shorten_kernel_name(n, fit) if fit else n for n in ns) or "-")
+
+        for i, (e, a, b, kind, time) in enumerate(rows):
+            table.add_row(STATUS_MARK[e.status], names(a), names(b), Text(kind), time,
+                          height=max(len(e.a), len(e.b), 1), key=str(i))
+        if rows and at:
+            table.move_cursor(row=min(at, len(rows) - 1))
+
+    def _rows(self, *, short_kinds: bool) -> list:
+        from kernelscope.ui.xref import KIND_TAGS
+
+        def tag(kind: str) -> str:
+            return KIND_TAGS.get(kind, kind) if short_kinds else kind
+
+        rows = []
+        for e in self.visible_entries():
+            kinds_a = ", ".join(tag(k.kind) for k in e.a)
+            kinds_b = ", ".join(tag(k.kind) for k in e.b)
             kind = kinds_b if kinds_a in ("", kinds_b) else (kinds_a if not kinds_b else f"{kinds_a} -> {kinds_b}")
             time = "" if e.time_a_ms is None and e.time_b_ms is None else \
                 f"{fmt_ms(e.time_a_ms) or '-'} -> {fmt_ms(e.time_b_ms) or '-'}"
-            table.add_row(STATUS_MARK[e.status], Text("\n".join(k.name for k in e.a) or "-"),
-                          Text("\n".join(k.name for k in e.b) or "-"), Text(kind), time, height=max(len(e.a), len(e.b), 1),
-                          key=str(i))
+            rows.append((e, [k.name for k in e.a], [k.name for k in e.b], kind, time))
+        return rows
+
+    def _name_width(self, rows: list) -> int | None:
+        """The cells each of the A and B names gets where the full names would push the kind and the
+        times off the screen (None: they fit); a name then keeps its distinguishing end."""
+        width = self.size.width or self.app.size.width
+        longest = max((len(n) for _, a, b, _, _ in rows for n in (*a, *b)), default=0)
+        marks = max((len(STATUS_MARK[e.status]) for e, *_ in rows), default=0)
+        kinds = max((len(k) for *_, k, _ in rows), default=0)
+        times = max([len("time A -> B")] + [len(t) for *_, t in rows])
+        room = (width - marks - max(kinds, 4) - times - 5 * 2 - 2) // 2  # 5 columns' padding, the scrollbar
+        return None if longest <= room else max(room, 12)
+
+    def on_resize(self) -> None:
+        if self.diff is not None:
+            self._fill_table()
 
     def action_toggle_same(self) -> None:
         self.hide_same = not self.hide_same
@@ -207,7 +245,7 @@ class DiffApp(App):
     """A window around one DiffView: ``kernelscope diff A B --ui`` (and pilot tests)."""
 
     TITLE = "kernelscope diff"
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    BINDINGS = [Binding("question_mark", "keys", "Keys", key_display="?"), Binding("q", "quit", "Quit")]
 
     def __init__(self, bundle_a: Bundle | str, bundle_b: Bundle | str) -> None:
         super().__init__()
@@ -217,3 +255,10 @@ class DiffApp(App):
         yield Header()
         yield DiffView(self.bundle_a, self.bundle_b)
         yield Footer()
+
+    def action_keys(self) -> None:
+        """? : every key, in a panel that scrolls (as in the explorer)."""
+        from kernelscope.ui.screens.keys import KeysScreen
+
+        if not isinstance(self.screen, KeysScreen):
+            self.push_screen(KeysScreen(self.screen))

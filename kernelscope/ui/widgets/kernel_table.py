@@ -17,7 +17,7 @@ from kernelscope.bundle.symbolic import moved_per_call
 from kernelscope.ui.textual_private.data_table import FastTableRows
 from kernelscope.ui.textual_private.scrollbars import StableScrollbars
 from kernelscope.ui.xref import KIND_TAGS
-from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_middle
+from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
 
 GRAPH_ROW = "graph:"
 
@@ -103,8 +103,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self._name_width = None
         self._fit()
 
-    # Long names shorten in the middle (``triton_poi_fused_…_relu_0``) so that the numbers after them
-    # (nodes, bytes moved, user lines) always stay in view, at any width.
+    # Long names lose their decoration (``triton_poi_fused_``: the kind column says it), then their middle
+    # (``add_…_relu_0``), so that the numbers after them (nodes, bytes moved, user lines) and the end of
+    # the name that tells kernels apart always stay in view, at any width.
     def _graph_label(self, g: Graph, n: int, width: int | None = None) -> Text:
         text = f"{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}"
         if width and len(text) > width:
@@ -114,7 +115,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
         suffix = f" ×{k.launches}" if k.launches > 1 else ""
         shown = display_name(k)
-        name = Text(shorten_middle(shown, max(width - len(suffix), 8)) if width else shown,
+        name = Text(shorten_kernel_name(shown, max(width - len(suffix), 8)) if width else shown,
                     style="italic" if k.lang == "extern" else "bold")
         if suffix:
             name.append(suffix, style="dim")

@@ -54,8 +54,10 @@ class PassView:
             lexer = "llir" if log.kind != "mlir" else "ttgir"
         self.right.set_text(text, lexer, f"{self.pass_view}: {p.name}")
         state = {True: "changed", False: "unchanged", None: "unknown"}[p.changed]
-        # What a pass is and did first; the keys are in the footer and ? (at 80 columns this line is cut).
-        self._set_status(f"{log.origin} · pass {p.index} {p.name}: {state} · {p.arg or p.kind} on {p.scope}")
+        # What a pass is and did first, where the dump came from last: at 80 columns a long pass name
+        # (TritonGPURemoveLayoutConversions) pushed its number and its state off the line.
+        self._set_status(f"pass {p.index} {p.name}: {state} · {p.arg or p.kind} on {p.scope}"
+                         + (f" · {log.origin}" if log.origin else ""))
 
     def action_toggle_changed(self) -> None:
         if self.mode == "passes":

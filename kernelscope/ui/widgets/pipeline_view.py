@@ -96,6 +96,7 @@ class PipelineView(PassView, Widget, can_focus=False):
         self.stages: list[StageText] = []  # as shown: temporary paths named, SASS compact unless sass_raw
         self.raw_stages: list[StageText] = []  # as loaded
         self.sass_raw = False
+        self._pending: list[tuple[str, int]] = []  # [ ] { } typed before the stages loaded
         self._came_from: tuple[int, int] | None = None  # (stage, line) a single-pane follow left for the source
         self.stage_index = 0
         self.other_index = 1
@@ -179,6 +180,9 @@ class PipelineView(PassView, Widget, can_focus=False):
         self.stage_index = 0
         self.other_index = 1 if len(self.stages) > 1 else 0
         self.show()
+        pending, self._pending = self._pending, []
+        for action, delta in pending:
+            getattr(self, f"action_{action}")(delta)
 
     def _display_stages(self) -> None:
         name = (self.kernel.source or "").rsplit("/", 1)[-1] or f"{self.kernel.name}.py"
@@ -350,12 +354,17 @@ class PipelineView(PassView, Widget, can_focus=False):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in ("toggle_changed", "cycle_pass_view", "recompute"):
             return self.mode == "passes"
+        if action in ("step", "step_other", "toggle_split", "toggle_diff"):
+            return self.mode == "stages"  # over the passes they did nothing: out of the footer, so ? fits at 80
         if action == "sass_listing":  # in the footer only where there is SASS to show
             return self.mode == "stages" and bool(self.stages) and parameters[0] != self.sass_raw and "sass" in (
                 self.current.stage, self.other.stage if self.split or self.diff else "")
         return True
 
     def action_step(self, delta: int) -> None:
+        if self.mode == "stages" and not self.stages and not self.raw_stages:
+            self._pending.append(("step", delta))  # typed while the stages load: kept, done once loaded
+            return
         if self.mode != "stages" or not self.stages:
             return
         self._came_from = None
@@ -375,13 +384,17 @@ class PipelineView(PassView, Widget, can_focus=False):
         self._display_stages()
         self.show()
         if at.strip():  # keep the cursor on the same line (an instruction's address makes it unique)
-            found = next((i for i, text in enumerate(pane.lines) if text == at), None)
+            same = " ".join(at.split())  # the compact listing has the instruction one space after its address
+            found = next((i for i, text in enumerate(pane.lines) if " ".join(text.split()) == same), None)
             if found is not None:
                 pane.move_cursor(found, center=True)
         self.notify("SASS as nvdisasm prints it" if self.sass_raw
                     else "compact SASS: file/line comments folded into the line mapping", timeout=2)
 
     def action_step_other(self, delta: int) -> None:
+        if self.mode == "stages" and not self.stages and not self.raw_stages:
+            self._pending.append(("step_other", delta))
+            return
         if self.mode != "stages" or not self.stages:
             return
         self.other_index = (self.other_index + delta) % len(self.stages)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static
 
@@ -33,6 +34,7 @@ class Side:
     cursor: int = 0
     placeholder: bool = False
     top: int = 0  # the first line to show
+    optional_lead: bool = False  # the words before the kernel's name in the title go where it is narrow
 
 
 class PresentationScreen(Screen):
@@ -118,13 +120,33 @@ class PresentationScreen(Screen):
         lines = text.splitlines()
         # The kernel itself, from its @triton.jit: the imports and the autotuning arguments stay in the explorer.
         start = next((i for i, line in enumerate(lines) if line.startswith(("@triton.jit", "def ", "extern"))), 0)
-        return Side(f"{what} · {k.name}", text, kernel_lexer(k.lang), top=start)
+        return Side(f"{what} · {k.name}", text, kernel_lexer(k.lang), top=start, optional_lead=True)
+
+    def _title(self, pane_id: str, title: str, optional_lead: bool = False) -> None:
+        """A pane's title fitted to its width: a kernel's name keeps its distinguishing end."""
+        from kernelscope.units import fit_kernel_title
+
+        pane = self.query_one(pane_id)
+        pane.full_title = (title, optional_lead)
+        room = pane.outer_size.width - 6
+        fit = room > 0 and self.kernel is not None
+        pane.border_title = Content(fit_kernel_title(title, self.kernel.name, room, optional_lead=optional_lead)
+                                    if fit else title)
+
+    def on_resize(self) -> None:
+        self._fit_titles()
+
+    def _fit_titles(self) -> None:
+        for pane_id in ("#pres-left", "#pres-right"):
+            title = getattr(self.query_one(pane_id), "full_title", None)
+            if title is not None:
+                self._title(pane_id, *title)
 
     def show(self) -> None:
         left = self.left_side or self.source_side()
         right = self.right_side or self.kernel_side()
         for side, pane_id, view_id in ((left, "#pres-left", "#pres-source"), (right, "#pres-right", "#pres-kernel")):
-            self.query_one(pane_id).border_title = side.title
+            self._title(pane_id, side.title, side.optional_lead)
             view = self.query_one(view_id, CodeView)
             if side.placeholder:
                 view.set_placeholder(side.text)
@@ -154,6 +176,7 @@ class PresentationScreen(Screen):
         if self.kernel is not None and self.kernel in kernels and not self.fixed and len(kernels) > 1:
             where = f"   (kernel {kernels.index(self.kernel) + 1} of {len(kernels)} · , and . step)"
         self.query_one("#pres-heading", Static).update(f"{self.heading or name}{where}")
+        self.call_after_refresh(self._fit_titles)  # the panes' widths are known once laid out
 
     # -- keys --------------------------------------------------------------------------------------
     def action_leave(self) -> None:
