@@ -92,3 +92,19 @@ def test_unknown_arch_is_one_line_before_any_compile():
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("kernelscope: no NVIDIA GPU arch sm_99; use one of sm_70,")
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+
+
+def test_info_pane_breaks_a_long_kernel_name_and_launch_where_they_fit():
+    from kernelscope.ui.summary import wrapped_fact
+
+    name = "triton_per_fused_add_addmm_arange_embedding_native_layer_norm_unsqueeze_view_4"
+    lines = wrapped_fact("kernel", name, "  ×12 launches")
+    assert all(len(line) <= 46 for line in lines)
+    assert lines == ["kernel      triton_per_fused_add_addmm_arange_",
+                     "            embedding_native_layer_norm_",
+                     "            unsqueeze_view_4  ×12 launches"]
+    assert wrapped_fact("kernel", "cpp_fused_relu_0", "  ×2 launches") == ["kernel      cpp_fused_relu_0  ×2 launches"]
+    assert wrapped_fact("kernel", "cpp_fused_relu_0") == ["kernel      cpp_fused_relu_0"]
+    launch = wrapped_fact("launch", "triton_poi_fused_0.run(buf0, primals_1, primals_2, buf1, 4194304, stream=stream0)")
+    assert "".join(x[12:] for x in launch).replace(" ", "") == \
+        "triton_poi_fused_0.run(buf0,primals_1,primals_2,buf1,4194304,stream=stream0)"

@@ -86,11 +86,33 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
     return text.replace("  │  ", " │ ")
 
 
+FACT_WIDTH = 34  # the value column of a fact: the Info pane beside two others at 160 columns shows 46 cells
+
+
+def wrapped_fact(label: str, value: str, suffix: str = "", width: int = FACT_WIDTH) -> list[str]:
+    """``label`` and ``value`` (then ``suffix``) as lines of at most 12 + ``width`` cells: a long kernel
+    name or launch breaks after an ``_`` or ``, `` (the pane does not wrap, and the name's end is what
+    tells kernels apart), its continuation lines under the value."""
+    lines, rest = [], value
+    while len(rest) > width:
+        cut = max(rest.rfind("_", 0, width) + 1, rest.rfind(", ", 0, width) + 2)
+        cut = cut if cut > width // 3 else width
+        lines.append(rest[:cut].rstrip())
+        rest = rest[cut:]
+    lines.append(rest)
+    if suffix:
+        if len(lines[-1]) + len(suffix) <= width:
+            lines[-1] += suffix
+        else:
+            lines.append(suffix.strip())
+    return [f"{label:<12}{lines[0]}", *(" " * 12 + line for line in lines[1:])]
+
+
 def kernel_facts(k: Kernel) -> list[str]:
-    out = [f"kernel      {k.name}" + (f"  ×{k.launches} launches" if k.launches > 1 else ""),
-           f"kind        {k.kind} ({k.lang})", f"graph       {k.graph}"]
+    out = wrapped_fact("kernel", k.name, f"  ×{k.launches} launches" if k.launches > 1 else "")
+    out += [f"kind        {k.kind} ({k.lang})", f"graph       {k.graph}"]
     if k.call_text:
-        out.append(f"launch      {k.call_text}")
+        out += wrapped_fact("launch", k.call_text)
     symbolic = k.bytes_read is None and is_symbolic(k)
     if symbolic:
         out.append("moved       symbolic sizes: bytes per call below")
