@@ -251,3 +251,10 @@ def test_source_gutter_shows_heat_and_enter_lists_the_lines_kernels(rbm_benched,
     assert labels[15][0] in HEAT[1:] and labels[15].endswith("15")  # the matmul's line: the hottest
     assert any("exclusive" in n and "extern_kernels.mm" in n for n in notes)
 
+
+
+def test_show_lines_of_a_bench_that_timed_no_launch_says_so():
+    """A GPU capture benched on the CPU times none of its Triton launches: no 0.0 µs table."""
+    text = show(str(ROOT / "tests" / "fixtures" / "gpu" / "softmax_bench_cpu"), "--lines")
+    assert text.startswith("Device time per line: the bench timed none of this bundle's launches")
+    assert "0.0 µs" not in text and "bench it on the device it was captured on" in text

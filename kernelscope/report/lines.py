@@ -128,6 +128,10 @@ def lines_text(bundle: Any, limit: int = 30) -> str:
                 "(it times every launch), then `show BUNDLE --lines`\n")
     tables, where = got
     total = where["total_us"]
+    if not any(t.lines or t.no_line_us for t in tables):
+        return ("Device time per line: the bench timed none of this bundle's launches (per-launch times were not "
+                "matched: a GPU bundle benched on the CPU runs other kernels); bench it on the device it was "
+                "captured on, then `show BUNDLE --lines`\n")
     out = [f"Device time per line: {fmt_us(total)} per compiled call ({where['source'] or 'bench'}"
            + (f", {where['device']}" if where["device"] else "") + ")",
            "  exclusive: kernels from this line alone; shared: kernels fused from several lines "
