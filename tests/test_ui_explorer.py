@@ -295,3 +295,29 @@ def test_a_100k_line_artifact_renders_only_what_is_on_screen(ref_bundles, tmp_pa
         assert len(out.doc._tokens) < 200  # only the lines that were shown were highlighted
 
     drive(big, steps)
+
+
+def test_a_real_resize_lays_the_explorer_out_again_and_a_repeat_of_its_size_does_not(ref_bundles):
+    """Resizes to the size the screen has are left out (the terminal reports its size as the app starts:
+    Textual laid the whole explorer out again for each); a real one switches tabs <-> wide."""
+
+    async def steps(pilot, app):
+        from textual import events
+
+        screen = app.screen
+        assert isinstance(screen, ExplorerScreen) and screen.layout_mode == "tabs"
+        layouts = []
+        refresh = screen._refresh_layout
+        screen._refresh_layout = lambda *a, **k: (layouts.append(a), refresh(*a, **k))[1]
+        screen.post_message(events.Resize(app.size, app.size))
+        await pilot.pause()
+        assert layouts == []  # the same size again: nothing to lay out
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert screen.layout_mode == "wide" and layouts
+        assert screen.query_one("#pane-kernels").region.width < 100  # beside the other panes
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert screen.layout_mode == "tabs" and screen.query_one("#pane-kernels").region.width >= 78
+
+    drive(ref_bundles["add_relu"], steps, size=(80, 24))

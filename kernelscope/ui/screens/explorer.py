@@ -24,7 +24,7 @@ from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.panes.kernels import KernelsPane
-from kernelscope.ui.screens.resume import first_resume_styled
+from kernelscope.ui.screens.resume import first_resume_styled, same_size_again
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
 from kernelscope.ui.widgets.code_view import CodeView
@@ -169,8 +169,9 @@ class ExplorerScreen(Screen):
                 self._lexing.stop()
                 return
 
-    def on_resize(self) -> None:
-        self._apply_layout()
+    def on_resize(self, event: events.Resize) -> None:
+        if not same_size_again(self, event):
+            self._apply_layout()
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         first_resume_styled(self, event)
