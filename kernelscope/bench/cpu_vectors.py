@@ -16,7 +16,7 @@ import re
 
 # bytes per element of the Vectorized<T> element types Inductor emits
 _SIZES = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1,
-          "bfloat16": 2, "BFloat16": 2, "Half": 2, "half": 2, "bool": 1, "c10::BFloat16": 2, "c10::Half": 2}
+          "bfloat16": 2, "BFloat16": 2, "Half": 2, "half": 2, "bool": 1}  # by the name after any namespace
 _LOADU = re.compile(r"Vectorized(N)?<\s*([\w:]+)\s*(?:,\s*(\d+)\s*)?>::loadu\([^;]*?static_cast<int64_t>\((\d+)L?\)\)")
 NAMES = {512: "AVX512", 256: "AVX2", 128: "NEON/SSE"}
 
@@ -26,7 +26,7 @@ def vector_bits(source: str) -> int | None:
     vectorized. A full load of ``Vectorized<T>`` reads one vector (``VectorizedN<T, n>``: n of them)."""
     widest = 0
     for multi, ctype, n, count in _LOADU.findall(source):
-        size = _SIZES.get(ctype.split("::")[-1]) or _SIZES.get(ctype)
+        size = _SIZES.get(ctype.split("::")[-1])
         if not size:
             continue
         bits = int(count) * size * 8 // (int(n) if multi and n else 1)
