@@ -43,6 +43,19 @@ def loop_job(out: Path, tag: str, *extra: str, **options) -> RunJob:
     return RunJob([sys.executable, LOOP, "--pointwise", "--tag", tag, *extra], out, **options)
 
 
+def drive_job(job: RunJob, steps, join: float = 60):
+    """Run the app on ``job`` at 80x24, ``await steps(pilot, app)``, then wait for the job; the app."""
+    app = make_app(run_job=job)
+
+    async def run() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await steps(pilot, app)
+
+    asyncio.run(run())
+    job.join(join)
+    return app
+
+
 def started(app) -> bool:
     return isinstance(app.screen, RunScreen) and any(e["phase"] == "start" for e in app.screen.events)
 
@@ -119,25 +132,22 @@ def test_cancel_leaves_nothing_running(cancelled_mid_run):
 def test_cancel_before_any_graph_says_no_graph_compiled(tmp_path):
     out, tag = tmp_path / "out", "ks-ui-run-early"
     job = loop_job(out, tag)
-    app = make_app(run_job=job)
     seen: dict = {}
 
-    async def steps() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: started(app), 60, "the program to start")
-            seen["alive_before"] = _alive_with(tag)
-            await pilot.press("escape")
-            await wait_for(pilot, lambda: app.screen.state == "failed", 60, "the cancel")
-            seen["status"] = text_of(app, "#run-status")
-            seen["keys"] = text_of(app, "#run-keys")
-            seen["phases"] = text_of(app, "#run-phases")
-            seen["footer"] = [b.binding.description for b in app.active_bindings.values() if b.binding.show]
-            seen["alive"] = _alive_with(tag)
-            await pilot.press("escape")  # quits, as a failed run's exit status
-            await pilot.pause()
+    async def steps(pilot, app) -> None:
+        await wait_for(pilot, lambda: started(app), 60, "the program to start")
+        seen["alive_before"] = _alive_with(tag)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen.state == "failed", 60, "the cancel")
+        seen["status"] = text_of(app, "#run-status")
+        seen["keys"] = text_of(app, "#run-keys")
+        seen["phases"] = text_of(app, "#run-phases")
+        seen["footer"] = [b.binding.description for b in app.active_bindings.values() if b.binding.show]
+        seen["alive"] = _alive_with(tag)
+        await pilot.press("escape")  # quits, as a failed run's exit status
+        await pilot.pause()
 
-    asyncio.run(steps())
-    job.join(60)
+    app = drive_job(job, steps)
     assert seen["alive_before"], "the program was not running when cancelled"
     assert seen["status"] == "✗ no graph compiled: stopped: cancelled before the program compiled its first graph"
     assert seen["keys"] == "enter: open the failed bundle (its logs) · escape: quit"
@@ -151,18 +161,15 @@ def test_cancel_before_any_graph_says_no_graph_compiled(tmp_path):
 def test_quitting_the_ui_while_the_program_runs_stops_it(tmp_path):
     out, tag = tmp_path / "out", "ks-ui-run-quit"
     job = loop_job(out, tag)
-    app = make_app(run_job=job)
     seen: dict = {}
 
-    async def steps() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: started(app), 60, "the program to start")
-            seen["alive_before"] = _alive_with(tag)
-            await pilot.press("ctrl+q")
-            await pilot.pause()
+    async def steps(pilot, app) -> None:
+        await wait_for(pilot, lambda: started(app), 60, "the program to start")
+        seen["alive_before"] = _alive_with(tag)
+        await pilot.press("ctrl+q")
+        await pilot.pause()
 
-    asyncio.run(steps())
-    job.join(60)
+    drive_job(job, steps)
     assert seen["alive_before"], "the program was not running when the UI quit"
     assert not job.running and _alive_with(tag) == []
     assert job.result is not None and job.result.stopped == "cancelled"
@@ -172,23 +179,20 @@ def test_quitting_the_ui_while_the_program_runs_stops_it(tmp_path):
 def test_crashing_program_shows_its_error_and_opens_the_failed_bundle(tmp_path):
     out = tmp_path / "out"
     job = loop_job(out, "ks-ui-run-crash", "--crash-at", "0")
-    app = make_app(run_job=job)
     seen: dict = {}
 
-    async def steps() -> None:
-        async with app.run_test(size=(80, 24)) as pilot:
-            await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.state == "failed", 120,
-                           "the crash")
-            seen["status"] = text_of(app, "#run-status")
-            seen["keys"] = text_of(app, "#run-keys")
-            seen["phases"] = text_of(app, "#run-phases")
-            seen["output"] = text_of(app, "#run-output")
-            await pilot.press("enter")
-            await wait_for(pilot, lambda: isinstance(app.screen, ExplorerScreen), 20, "the explorer")
-            seen["error"] = app.screen.bundle.error
+    async def steps(pilot, app) -> None:
+        await wait_for(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.state == "failed", 120,
+                       "the crash")
+        seen["status"] = text_of(app, "#run-status")
+        seen["keys"] = text_of(app, "#run-keys")
+        seen["phases"] = text_of(app, "#run-phases")
+        seen["output"] = text_of(app, "#run-output")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExplorerScreen), 20, "the explorer")
+        seen["error"] = app.screen.bundle.error
 
-    asyncio.run(steps())
-    job.join(30)
+    drive_job(job, steps, join=30)
     assert seen["status"].startswith("✗ no graph compiled: the program exited with status 1: "
                                      "RuntimeError: loss went NaN at step 0")
     assert seen["keys"].startswith("enter: open the failed bundle")
