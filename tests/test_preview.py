@@ -182,3 +182,21 @@ def test_preview_of_a_module_that_converts_in_init_and_indexes_its_buffers(tmp_p
     assert any("embedding" in k.name for k in triton), [k.name for k in triton]
     code = (out / b.graphs[0].files["output_code"]).read_text()
     assert "torch.bfloat16" in code and "async_compile.cpp" not in code
+
+
+def test_the_preview_sdpa_takes_the_math_path_for_a_mask_expanded_along_its_last_dim():
+    """transformers' BERT mask under torch.compile is a boolean [B, 1, L, L] expanded from [1, 1, L, 1]
+    (stride 0 in its last dim): torch's CUDA chooser refuses every fused kernel for it
+    (check_last_dim_stride_equals_1_dense), so the real H200 compile used the math path (bmm, softmax);
+    the same mask made contiguous keeps memory-efficient attention (fp32 on sm_90)."""
+    import torch
+
+    from kernelscope.capture.preview_patches import GPUS
+    from kernelscope.capture.preview_sdpa import EFFICIENT, MATH, sdp_choice
+
+    q = torch.randn(2, 128, 4, 64).transpose(1, 2)
+    expanded = (torch.arange(128).view(1, 1, 128, 1) >= 0).expand(2, -1, 128, 128)
+    assert expanded.stride(-1) == 0
+    assert sdp_choice(GPUS["sm_90"], q, q, q, expanded) == MATH
+    assert sdp_choice(GPUS["sm_90"], q, q, q, expanded.contiguous()) == EFFICIENT
+    assert sdp_choice(GPUS["sm_90"], q, q, q, None) == EFFICIENT

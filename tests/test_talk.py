@@ -166,6 +166,8 @@ def test_the_shipped_talk_steps_forward_and_back_with_one_key():
         assert isinstance(screen, PresentationScreen)
         assert f"1/{len(talk.steps)} · add + relu" in text_of(screen, "#pres-heading")
         assert "eager 2 kernels / 5 transfers" in text_of(screen, "#pres-counts")
+        # the shipped captures carry their H200 bench: the talk shows measured times, offline
+        assert "measured on NVIDIA H200: eager" in text_of(screen, "#pres-counts")
         seen = []
         for n in range(1, len(talk.steps)):
             await pilot.press("space" if n % 2 else "right")

@@ -15,6 +15,7 @@ import platform
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -53,6 +54,7 @@ from kernelscope.capture.inputs import describe
 def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     device, settings, options = request["device"], request["settings"], request["options"]
     backward = bool(options.get("backward"))
+    events.emit("inputs", "making the inputs")
     inputs = make_inputs(request, module, device)
     apply_train_state(module, fn, options)
     eager = Step(fn, backward, options)
@@ -127,6 +129,8 @@ def run(request: dict, events) -> dict[str, Any]:
         result["run"], sections = bundle_run_section(request, events), []
     module = fn = None
     if "run" in sections or "sweep" in sections:
+        target = request["target"]
+        events.emit("load", f"importing {Path(target['file']).name} and building {target['name']} on {device}")
         module, fn = load_target(request, device)
     if "run" in sections:
         result["run"] = run_section(request, module, fn, events)

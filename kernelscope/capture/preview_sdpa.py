@@ -53,7 +53,10 @@ def sdp_choice(spec: GpuSpec, query, key, value, attn_mask=None, dropout_p=0.0, 
         heads_ok = true(kh == vh) and (true(qh == kh) or (enable_gqa and true(qh % kh == 0)))
         seq_ok = true(q.size(2) > 0) and true(k.size(2) > 0)
         strides_ok = all(true(t.stride(-1) == 1) or (ignore_singleton and true(t.size(-1) == 1)) for t in (q, k, v))
-        return same_dtype and batch_ok and heads_ok and seq_ok and strides_ok
+        # check_last_dim_stride_equals_1_dense: off the CPU the mask's last dim needs stride 1 too (a
+        # mask expanded from [.., 1] has stride 0 there: transformers' BERT mask under torch.compile).
+        mask_ok = attn_mask is None or true(attn_mask.stride(-1) == 1)
+        return same_dtype and batch_ok and heads_ok and seq_ok and strides_ok and mask_ok
 
     def cudnn() -> bool:
         if not be.cudnn_sdp_enabled() or not (80 <= sm <= 121) or not half or not common(True):
