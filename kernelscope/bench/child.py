@@ -13,6 +13,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from kernelscope.capture import compile_cache
 from kernelscope.capture.child import (
     EXIT_FAILED,
     EXIT_INTERNAL,
@@ -30,13 +31,13 @@ def main(argv: list[str]) -> int:
     work = Path(request["work"])
     events = Events(request.get("event_fd"))
     private_temp(work)
-    for sub in ("triton", "inductor"):
-        (work / sub).mkdir(parents=True, exist_ok=True)
-    # Private caches: the bench compiles what this torch compiles today, not a stale cached kernel.
-    os.environ["TRITON_CACHE_DIR"] = str(work / "triton")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")
-    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
-    os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    # The captures' shared cache (capture/compile_cache.py): Inductor reuses a capture's compiled graph
+    # only where its key (graph, inputs, config, torch, device) is the same, so nothing stale is run;
+    # without one, private caches in WORK, compiled from scratch.
+    root = Path(request["compile_cache"]) if request.get("compile_cache") else work
+    for sub in compile_cache.SUBDIRS:
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    os.environ.update(compile_cache.env(root))
     redirect_output(work)
     result_path = Path(request["result"])
     try:
@@ -56,4 +57,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # The result is written: leave without the interpreter's teardown (torch's atexit hooks, Inductor's
+    # compile workers stopped one by one, the CUDA context destroyed: seconds after a model's bench),
+    # which the result does not need. The parent stops whatever is left of the job (ChildJob).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

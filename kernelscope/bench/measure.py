@@ -64,9 +64,10 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
                               "grad_mode": options.get("grad_mode"), "eval": bool(options.get("eval")),
                               "holds_modules": bool(session.modules_of(fn, module))}
     events.emit("compile", "torch.compile: first call")
-    t = time.perf_counter()
+    t, cached_before = time.perf_counter(), torch_private.fx_graph_cache_counts()
     call_guarded(compiled, inputs, request)
     result["compile_s"] = round(time.perf_counter() - t, 3)
+    result["compile_cache"] = torch_private.counts_since(cached_before)
     events.emit("correct", "compiled vs eager on fresh random inputs")
     result["correctness"] = correctness(request, module, eager, compiled)
     sets, result["rotation"] = rotation_sets(request, module, device, inputs, request["facts"].get("l2_bytes"))

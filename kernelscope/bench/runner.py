@@ -32,6 +32,7 @@ from kernelscope.bench.launches import (
 from kernelscope.bench.launches import match as match_launches
 from kernelscope.bundle.io import BundleError, read_bundle, read_text, save_manifest
 from kernelscope.bundle.model import Bundle
+from kernelscope.capture import compile_cache
 from kernelscope.capture.job import ChildJob, make_work_dir
 from kernelscope.capture.spec import TARGET_KEYS, calls_from_text
 from kernelscope.target import TargetError
@@ -189,6 +190,9 @@ class Bench(ChildJob):
             "sizes": s.sizes, "ceilings_cache": str(ceilings_cache_path()), "remeasure": s.remeasure,
             "matmul_dtypes": matmul_dtypes(bundle) if "run" in s.sections() else [],
             "target": {}, "args": None,
+            # Inductor's cache entries of earlier captures (capture/compile_cache.py): the bench's compile
+            # of a captured function loads the capture's code instead of compiling it again
+            "compile_cache": str(compile_cache.folder()),
         }
         if "kernel" in s.sections():
             req["kernel"] = _kernel_request(bundle, s.kernel or "", s.changes)
@@ -287,6 +291,8 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     _, compiled_count = count_bundle(bundle)
     named = {k.name for k in bundle.kernels if k.lang in ("triton", "cpp")}
     rec: dict[str, Any] = {"counts": counts, "inputs": run.get("inputs"), "compile_s": run.get("compile_s"),
+                           "compile_cache": run.get("compile_cache"),
+                           "capture_compile_s": (bundle.timings or {}).get("compile_and_first_call"),
                            "correctness": run.get("correctness"), "rotation": run.get("rotation"),
                            "pinned_cpu": run.get("pinned_cpu"),
                            "captured_on": device if alone else bundle_device(bundle), "notes": []}

@@ -14,6 +14,22 @@ from kernelscope.bench.explain import FLAG_NOTES
 from kernelscope.units import fmt_bytes
 
 
+def compile_cache_note(rec: dict[str, Any]) -> str:
+    """How the bench's compile went: Inductor's cache held the capture's graphs (capture/compile_cache.py),
+    or it compiled anew; nothing where the bench did not count."""
+    cache = rec.get("compile_cache")
+    if not isinstance(cache, dict):
+        return ""
+    hits, misses = cache.get("hits") or 0, cache.get("misses") or 0
+    if hits and not misses:
+        took = rec.get("capture_compile_s")
+        then = f"; the capture's compile and first call took {took:.1f} s" if isinstance(took, (int, float)) else ""
+        return f": Inductor's cache held the capture's compiled graph{'s' if hits > 1 else ''}{then}"
+    if hits:
+        return f": {hits} graph{'s' if hits > 1 else ''} from Inductor's cache, {misses} compiled anew"
+    return ": compiled anew" if misses else ""
+
+
 def _short(name: str, width: int = 48) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
@@ -310,7 +326,8 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
     eg, cp = rec["eager"]["e2e"].get("median_us"), rec["compiled"]["e2e"].get("median_us")
     if eg and cp:
         verdict = "compiled is faster" if cp < eg else "compiling does not pay at this size"
-        out.append(f"  speedup {eg / cp:.2f}x: {verdict}   (compile + first call {rec.get('compile_s')} s)")
+        out.append(f"  speedup {eg / cp:.2f}x: {verdict}   (compile + first call {rec.get('compile_s')} s"
+                   f"{compile_cache_note(rec)})")
     out.append("  end-to-end: median of the runs, p10-p90 the range of the middle 80%; in kernels: " + rec.get("kernel_source", "") +
                "; outside = end-to-end - in kernels")
     if rec["eager"].get("loop", {}).get("median_us") and rec["compiled"].get("loop", {}).get("median_us"):

@@ -7,7 +7,8 @@ GPU box; what breaks is named here, nowhere else. (The capture's are capture/tor
 Private names used: Inductor's ``torch._inductor.config.cpp.enable_kernel_profile`` (names C++
 kernels in the CPU profile), ``torch._dynamo.reset()`` (a fresh compile per sweep size),
 ``torch._dynamo.mark_static_address(t, guard=False)`` and the ``_dynamo_static_input_type``
-attribute it sets, Dynamo's ``counters["inductor"]["cudagraph_skips"]``, the ``torch._inductor``
+attribute it sets, Dynamo's ``counters["inductor"]["cudagraph_skips"]`` and its FX graph cache
+hit / miss counters, the ``torch._inductor``
 logger (its "skipping cudagraphs" warnings), and Inductor's CachingAutotuner (the class of a Triton
 kernel in a kernel module: ``run(*args, stream=)``, ``configs``, ``launchers``; a launcher's
 ``config``, ``n_regs``, ``n_spills``, ``shared``; a triton.Config's ``kwargs``, ``num_warps``,
@@ -51,6 +52,25 @@ def mark_static_address(t: torch.Tensor) -> None:
 
 def is_marked_static(t: torch.Tensor) -> bool:
     return getattr(t, STATIC_INPUT_ATTR, None) is not None
+
+
+def fx_graph_cache_counts() -> dict[str, int] | None:
+    """Inductor's FX graph cache hits and misses so far in this process (Dynamo's
+    ``counters["inductor"]["fxgraph_cache_hit" / "fxgraph_cache_miss"]``); None where torch keeps none."""
+    try:
+        from torch._dynamo.utils import counters
+
+        inductor = counters["inductor"]
+        return {"hits": int(inductor["fxgraph_cache_hit"]), "misses": int(inductor["fxgraph_cache_miss"])}
+    except Exception:
+        return None
+
+
+def counts_since(before: dict[str, int] | None) -> dict[str, int] | None:
+    now = fx_graph_cache_counts()
+    if before is None or now is None:
+        return None
+    return {k: now[k] - before.get(k, 0) for k in now}
 
 
 def cudagraph_skips() -> int:

@@ -19,7 +19,7 @@ import threading
 import traceback
 from pathlib import Path
 
-from kernelscope.capture import torch_hooks
+from kernelscope.capture import compile_cache, torch_hooks
 from kernelscope.capture.spec import EXIT_FAILED, EXIT_INTERNAL, EXIT_NO_BUNDLE, EXIT_OK, CaptureSpec, Events, SpecError
 
 # The contract's names, here for the bench child (and whoever imported them from here).
@@ -84,13 +84,12 @@ def _setup_environment(work: Path, spec: CaptureSpec) -> None:
         (work / sub).mkdir(parents=True, exist_ok=True)
     private_temp(work)
     os.environ["TORCH_TRACE"] = str(work / "trace")
-    os.environ["TRITON_CACHE_DIR"] = str(work / "triton")
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(work / "inductor")
-    os.environ["TORCHINDUCTOR_FX_GRAPH_CACHE"] = "0"
-    os.environ["TORCHINDUCTOR_AUTOGRAD_CACHE"] = "0"
+    # Triton's and Inductor's caches in fresh folders of WORK: every kernel is compiled (and logged) here;
+    # Inductor's FX graph / AOTAutograd entries are written for the benches that follow
+    # (capture/compile_cache.py; the runner keeps them when the capture succeeds).
+    os.environ.update(compile_cache.env(work))
     os.environ["TORCH_LOGS"] = torch_hooks.torch_logs(spec.options.mode)
     os.environ.pop("TORCH_LOGS_FORMAT", None)  # keep torch's own glog format: what a user sees
-    os.environ["INDUCTOR_PROVENANCE"] = "1"  # provenance tracking (torch >= 2.9 reads this)
 
 
 def redirect_output(work: Path) -> None:

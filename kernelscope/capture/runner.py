@@ -28,6 +28,7 @@ from kernelscope.bundle.io import (
     save_manifest,
 )
 from kernelscope.bundle.model import Bundle
+from kernelscope.capture import compile_cache
 from kernelscope.capture.collect import write_bundle_from_work
 from kernelscope.capture.job import WORK_PREFIX, ChildJob, make_work_dir, read_events
 from kernelscope.capture.lifeline import install_parent_signal_handlers, kill_group
@@ -110,6 +111,8 @@ class Capture(ChildJob):
                 committed = True
                 bundle = read_bundle(self.out)
                 status = "ok" if rc == EXIT_OK else "failed"
+                if status == "ok" and not self.options.preview:
+                    compile_cache.keep(work)  # Inductor's entries, for the benches that follow
                 return CaptureResult(status, self.out, bundle.error, bundle.error_kind, self.events, seconds, bundle)
             message = self._crash_message(rc, stderr_tail)
             if rc == EXIT_NO_BUNDLE:  # failed before compiling anything: the child wrote no bundle on purpose

@@ -98,11 +98,28 @@ def load_target(target: dict, device: str, fake_mode=None):
                 with fake_mode:
                     fn = to_fake_device(built, device)
             else:
-                fn = fn().to(device)
+                fn = build_on(fn, device)
         except TypeError as exc:
             raise CaptureFailure("target", f"{target['name']}() needs arguments ({exc}); kernelscope constructs "
                                  "modules without arguments: give them defaults") from exc
     return module, fn
+
+
+def build_on(cls, device: str):
+    """``cls()`` built on ``device``, then ``.to(device)``. Off the CPU it is built under
+    ``torch.device(device)`` first, so its parameters are made and initialised there (a 124M-parameter
+    GPT-2 in 0.3 s on an H200 instead of 2.4 s on the host); ``.to`` then moves what ``__init__`` made
+    on the CPU by name (``torch.from_numpy``, ``device="cpu"``). An ``__init__`` that cannot run there
+    (it calls ``.numpy()`` on a tensor it made) is built again on the CPU, as before."""
+    if device != "cpu":
+        try:
+            with torch.device(device):
+                built = cls()
+        except Exception:  # a constructor that needs arguments fails again below, with its own error
+            built = None
+        if built is not None:
+            return built.to(device)
+    return cls().to(device)
 
 
 def modules_of(fn, module) -> list:

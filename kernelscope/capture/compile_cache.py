@@ -1,0 +1,85 @@
+"""Inductor's and Triton's caches, kept from a capture for the benches that follow it.
+
+A capture compiles against a fresh, private cache folder (so Inductor really compiles, logs the
+output code and keeps provenance: a cache hit would do none of that), with Inductor's FX graph and
+AOTAutograd caches on, so it writes its entries there. When the capture succeeds those entries are
+merged into one shared folder (``folder()``). The bench's child compiles the same function, with the
+same options, against that shared folder: Inductor finds the capture's graph by its key (the FX
+graph, the inputs' metadata, Inductor's config, torch's version, the device) and loads its code and
+kernels instead of compiling them again, so the bench measures the very code the capture shows, in
+seconds. Anything that changes the key (an edited function, another --mode, another torch) misses
+and compiles as before; the bench says which happened.
+
+No torch here: the capture's parent (the UI or the CLI) calls ``keep``; the children set ``env``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from kernelscope.environment import cache_dir
+
+# Past this size the shared folder is emptied before the next capture adds to it (a cache: losing it
+# costs the next bench one compile).
+LIMIT_BYTES = 4 << 30
+SUBDIRS = ("inductor", "triton")
+
+
+def folder() -> Path:
+    return cache_dir() / "compile-cache"
+
+
+def env(root: Path) -> dict[str, str]:
+    """The environment a compiling child sets to write (capture: a fresh ``root``) or reuse (bench:
+    ``folder()``) Inductor's cache entries. INDUCTOR_PROVENANCE is in Inductor's config, hence in the
+    cache key: the capture needs it, so the bench sets it too or it would never hit."""
+    return {"TRITON_CACHE_DIR": str(root / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+            "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1", "INDUCTOR_PROVENANCE": "1"}
+
+
+def keep(work: Path, dest: Path | None = None) -> int:
+    """Merge a finished capture's ``work/inductor`` and ``work/triton`` into the shared folder: files
+    it lacks are copied (atomically, by rename), files it has are left. Returns the files copied. A
+    full disk or a read-only cache only costs the next bench a compile: never an error."""
+    dest = dest or folder()
+    copied = 0
+    try:
+        if dest.is_dir() and _size(dest) > LIMIT_BYTES:
+            shutil.rmtree(dest, ignore_errors=True)
+        for sub in SUBDIRS:
+            if (work / sub).is_dir():
+                copied += _merge(work / sub, dest / sub)
+    except OSError:
+        pass
+    return copied
+
+
+def _merge(src: Path, dest: Path) -> int:
+    copied = 0
+    for root, dirs, files in os.walk(src, followlinks=False):
+        dirs[:] = [d for d in dirs if d != "locks" and not os.path.islink(os.path.join(root, d))]
+        rel = Path(root).relative_to(src)
+        for name in files:
+            source = Path(root) / name
+            target = dest / rel / name
+            if name.endswith(".lock") or source.is_symlink() or not source.is_file() or target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
+            shutil.copy2(source, tmp)
+            os.replace(tmp, target)
+            copied += 1
+    return copied
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path, followlinks=False):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
