@@ -111,3 +111,24 @@ def fit_kernel_title(title: str, name: str, width: int, *, optional_lead: bool =
 def base_name(path: str | None) -> str:
     """The file name of a path as shown to a user (``.../samples/add_relu.py`` -> ``add_relu.py``)."""
     return (path or "").replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def wrap_names(text: str, width: int, indent: str = "") -> list[str]:
+    """``text`` wrapped to ``width`` cells, its leading spaces kept on the first line and ``indent`` on
+    the others, as textwrap does, except that a word longer than a line (a fused kernel's name) breaks
+    after one of its ``_``, never inside an op's name: ``…_scaled_dot_product_`` / ``efficient_…``."""
+    lead = text[:len(text) - len(text.lstrip())]
+    lines: list[str] = []
+    line = lead
+    for word in text.split():
+        room = width - len(indent)
+        parts = re.findall(r"[^_]*_+|[^_]+$", word) if len(word) > room else [word]
+        for j, part in enumerate(parts):
+            glue = "" if j or line.strip() == "" else " "
+            if line.strip() and len(line) + len(glue) + len(part) > width:
+                lines.append(line)
+                line, glue = indent, ""
+            line += glue + part
+    if line.strip():
+        lines.append(line)
+    return lines or [text]

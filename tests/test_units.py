@@ -108,3 +108,17 @@ def test_info_pane_breaks_a_long_kernel_name_and_launch_where_they_fit():
     launch = wrapped_fact("launch", "triton_poi_fused_0.run(buf0, primals_1, primals_2, buf1, 4194304, stream=stream0)")
     assert "".join(x[12:] for x in launch).replace(" ", "") == \
         "triton_poi_fused_0.run(buf0,primals_1,primals_2,buf1,4194304,stream=stream0)"
+
+
+def test_wrap_names_breaks_a_long_kernel_name_after_an_underscore_never_inside_an_op():
+    from kernelscope.units import wrap_names
+
+    name = ("triton_poi_fused__scaled_dot_product_efficient_attention_add_arange_cat_expand_le_scalar_tensor_split_"
+            "transpose_unsqueeze_view_where_1")
+    text = f"     why: the matmul (extern_kernels.addmm) is a library call: its result goes to memory before {name} reads it"
+    lines = wrap_names(text, 100, "          ")
+    assert all(len(line) <= 100 for line in lines)
+    assert lines[0].startswith("     why: ") and all(line.startswith("          ") for line in lines[1:])
+    assert "".join(line.strip() + ("" if line.rstrip().endswith("_") else " ") for line in lines).split() == \
+        text.split()  # nothing lost or cut: the name rejoins whole
+    assert any(line.rstrip().endswith("scalar_") for line in lines)  # the break fell after an op's "_"

@@ -5,11 +5,10 @@ and ``bundle.extra["compile_time"]`` (written when the bundle is built). Pure: n
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 from kernelscope.ingest.fusion import story_line
-from kernelscope.units import base_name, fmt_bytes
+from kernelscope.units import base_name, fmt_bytes, wrap_names
 
 
 def fusion_data(bundle: Any) -> dict[str, Any]:
@@ -74,8 +73,7 @@ def fusion_lines(bundle: Any, limit: int = 40, width: int = 100) -> list[str]:
 
 
 def _wrap(text: str, width: int, indent: str) -> list[str]:
-    lead = text[:len(text) - len(text.lstrip())]
-    return textwrap.wrap(text.strip(), width, initial_indent=lead, subsequent_indent=indent) or [text]
+    return wrap_names(text, width, indent)
 
 
 def compile_data(bundle: Any) -> dict[str, Any]:
