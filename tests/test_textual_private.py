@@ -79,7 +79,7 @@ from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.textual_private.styles import styles_cache
 own = lambda cls: [c.__name__ for c in cls.__mro__ if c.__module__.startswith("kernelscope")]
-print(FAST.on == frozenset(), KeyFooter is Footer, own(KernelTable), own(CodeView), styles_cache(True))
+print(FAST.on == frozenset(), KeyFooter.__bases__ == (Footer,), own(KernelTable), own(CodeView), styles_cache(True))
 """
     env = {**os.environ, FAST_ENV: "0", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -93,7 +93,7 @@ def _explorer_paths(app) -> dict[str, str]:
     screen = app.screen
     fx = screen.query_one("#fx")
     return {"compositor": type(screen._compositor).__name__, "fx scrollbar": type(fx.vertical_scrollbar).__name__,
-            "fx styles": type(fx._styles_cache).__name__, "footer": type(screen.query_one("Footer")).__name__}
+            "fx styles": type(fx._styles_cache).__name__, "footer": type(screen.query_one("Footer")).__base__.__name__}  # under the fit-to-width mixin
 
 
 def _record(keys: list[str]) -> dict:
@@ -204,3 +204,9 @@ def test_detection_names_every_path_the_package_documents():
     for path in PATHS:
         assert f"    {path} " in textual_private.__doc__
         assert (Path(textual_private.__file__).parent / f"{path}.py").is_file()
+
+
+def test_textual_version_is_read_from_its_dist_info_and_matches_importlib_metadata():
+    from importlib.metadata import version
+
+    assert textual_version() == version("textual")

@@ -915,3 +915,56 @@ def test_tab_then_enter_in_the_gallery_opens_the_newest_recent_capture(tmp_path)
             assert str(app.screen.bundle.root) == str(bundle)
 
     asyncio.run(run())
+
+
+def test_footer_keys_end_whole_at_80_columns_and_come_back_when_wider():
+    """At 80x24 a key that would run past the edge ("t Th", "u Use") is hidden with those after it,
+    ? stays in view (it lists them all); at 160x48 they are back, and none runs under ^p palette."""
+    from textual.widgets._footer import FooterKey
+
+    def shown(app):
+        footer = app.screen.query_one("KeyFooter")
+        room = footer.scrollable_content_region.width
+        keys = [k for k in footer.query(FooterKey) if k.styles.dock not in ("left", "right")]
+        docked = sum(k.outer_size.width for k in footer.query(FooterKey) if k.styles.dock in ("left", "right"))
+        visible = [k for k in keys if k.display]
+        assert all(k.virtual_region.right <= room - docked for k in visible), \
+            [(k.key, k.virtual_region) for k in visible]
+        return {k.key for k in visible}, len(keys)
+
+    async def steps(pilot, app):
+        for _ in range(3):
+            await pilot.pause()
+        narrow, total = shown(app)
+        assert "question_mark" in narrow and len(narrow) < total
+        await pilot.resize_terminal(160, 48)
+        for _ in range(4):
+            await pilot.pause()
+        wide, _ = shown(app)
+        assert narrow < wide
+
+    drive(GPU_FIXTURES / "gpt2", steps)
+
+
+def test_the_gallery_shows_the_highlighted_samples_description_whole_at_80_columns():
+    """The list cuts each description to its width ("add + relu: two ea…"); the highlighted one is
+    shown whole, wrapped, under it, and follows the cursor."""
+    from textual.widgets import Static
+
+    from kernelscope.target import list_samples
+
+    samples = list_samples()
+
+    async def run():
+        app = make_app(None)
+        async with app.run_test(size=NARROW) as pilot:
+            for _ in range(3):
+                await pilot.pause()
+            about = app.screen.query_one("#sample-about", Static)
+            assert str(about.render()) == samples[0].description
+            assert about.region.height >= 2 and about.region.right <= 40  # wrapped inside the left column
+            await pilot.press("down")
+            await pilot.pause()
+            assert str(about.render()) == samples[1].description
+
+    asyncio.run(run())

@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 
 from kernelscope.bundle.model import Bundle
 from kernelscope.ui.capture_request import CaptureRequest
+from kernelscope.ui.screens.job_status import show_job_state
 from kernelscope.ui.wording import in_ui_words
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -181,22 +182,13 @@ class CaptureScreen(ModalScreen[CaptureOutcome | None]):
             lines.append(f" {SPINNER[self._spin % len(SPINNER)]} starting  spawning the capture process")
         self.query_one("#cap-phases", Static).update("\n".join(lines))
         counts = f"graphs {self.counts.get('graphs', 0)} · kernels {self.counts.get('kernels', 0)} · {elapsed:.1f} s"
-        status = self.query_one("#cap-status", Static)
-        keys = self.query_one("#cap-keys", Static)
-        status.set_class(self.state == "failed", "-error")
-        if self.state == "running":
-            status.update(counts)
-            keys.update("escape: cancel (stops the compile at once)")
-        elif self.state == "cancelling":
-            status.update(f"cancelling… {counts}")
-            keys.update("")
-        elif self.state == "cancelled":
-            status.update(f"■ {self.error}")
-            keys.update("r: start again · o: change options · escape: back")
-        elif self.state == "failed":
-            status.update(f"✗ {self.error}")
-            extra = " · enter: open what was captured" if self.partial is not None else ""
-            keys.update(f"o: fix options and retry · r: retry{extra} · escape: back")
+        extra = " · enter: open what was captured" if self.partial is not None else ""
+        show_job_state(self.query_one("#cap-status", Static), self.query_one("#cap-keys", Static), self.state, {
+            "running": (counts, "escape: cancel (stops the compile at once)"),
+            "cancelling": (f"cancelling… {counts}", ""),
+            "cancelled": (f"■ {self.error}", "r: start again · o: change options · escape: back"),
+            "failed": (f"✗ {self.error}", f"o: fix options and retry · r: retry{extra} · escape: back"),
+        })
 
     # -- keys --------------------------------------------------------------------------------------
     def action_cancel_or_back(self) -> None:

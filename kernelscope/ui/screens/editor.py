@@ -12,11 +12,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from kernelscope.ui.capture_request import CaptureRequest
 from kernelscope.ui.messages import CaptureFinished, CaptureRequested
 from kernelscope.ui.paths import new_scratch_dir
+from kernelscope.ui.widgets.key_footer import KeyFooter
 
 
 class EditorScreen(Screen):
@@ -53,7 +54,7 @@ class EditorScreen(Screen):
         # What keeps the user's file safe first: at 80 columns the scratch path alone filled the line.
         yield Static(f"your file is untouched until ctrl+s  ·  scratch: {self.scratch}", id="editor-status",
                      markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         area = self.query_one(TextArea)

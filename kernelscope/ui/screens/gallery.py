@@ -68,6 +68,8 @@ class GalleryScreen(Screen):
                 samples = OptionList(*[Option(sample_label(t), id=t.name) for t in self.samples], id="samples")
                 samples.border_title = "Samples"
                 yield samples
+                # The highlighted sample's description whole, wrapped: the list cuts it to its width.
+                yield Static("", id="sample-about", markup=False)
                 recent = OptionList(id="recent")
                 recent.border_title = "Recent captures"
                 self._fill_recent(recent)
@@ -131,6 +133,7 @@ class GalleryScreen(Screen):
             view.set_marks(range(t.first_line - 1, t.last_line))
         view.border_title = f"{t.name}.py"
         view.border_subtitle = t.description
+        self.query_one("#sample-about", Static).update(t.description)
 
     def _selected(self) -> CaptureRequest | None:
         samples = self.query_one("#samples", OptionList)

@@ -27,6 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from kernelscope.ui.screens.capture import SPINNER, one_line
+from kernelscope.ui.screens.job_status import show_job_state
 from kernelscope.ui.widgets.key_footer import KeyFooter
 
 OUTPUT_LINES = 4  # the program's last printed lines shown while it runs (stdout)
@@ -269,22 +270,13 @@ class RunScreen(Screen):
             lines.append(f" {spin} start    starting the program")
         self.query_one("#run-phases", Static).update("\n".join(lines))
         counts = f"graphs {self.graphs} · {self.job.elapsed:.1f} s"
-        status = self.query_one("#run-status", Static)
-        keys = self.query_one("#run-keys", Static)
-        status.set_class(self.state == "failed", "-error")
-        if self.state == "running":
-            status.update(counts)
-            keys.update("c / escape: cancel (stops the program, keeps what compiled as a bundle)")
-        elif self.state == "cancelling":
-            status.update(f"cancelling… {counts}")
-            keys.update("")
-        elif self.state == "collecting":
-            status.update(f"writing the bundle… {counts}")
-            keys.update("")
-        elif self.state == "failed":
-            status.update(f"✗ {self.error}")
-            extra = "enter: open the failed bundle (its logs) · " if self.failed_bundle is not None else ""
-            keys.update(f"{extra}escape: quit")
+        extra = "enter: open the failed bundle (its logs) · " if self.failed_bundle is not None else ""
+        show_job_state(self.query_one("#run-status", Static), self.query_one("#run-keys", Static), self.state, {
+            "running": (counts, "c / escape: cancel (stops the program, keeps what compiled as a bundle)"),
+            "cancelling": (f"cancelling… {counts}", ""),
+            "collecting": (f"writing the bundle… {counts}", ""),
+            "failed": (f"✗ {self.error}", f"{extra}escape: quit"),
+        })
         nothing = "(nothing printed yet)" if live else "(nothing printed)"
         shown = self.output + [f"stderr: {line}" for line in self.errors]
         self.query_one("#run-output", Static).update("\n".join(shown) or nothing)

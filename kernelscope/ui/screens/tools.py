@@ -10,12 +10,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.ui.footer_order import pane_keys_first
 from kernelscope.ui.widgets.code_view import CodeView
-from kernelscope.ui.widgets.key_footer import headline_first
+from kernelscope.ui.widgets.key_footer import KeyFooter, headline_first
 from kernelscope.ui.widgets.search_bar import SearchBar
 
 
@@ -37,7 +37,7 @@ class ToolScreen(Screen):
         yield Static(self.title_text, id="summary", markup=False)
         yield from self.body()
         yield SearchBar(id="search")
-        yield Footer(show_command_palette=self.app.size.width >= 120)  # narrow: the room goes to keys (? lists it)
+        yield KeyFooter(show_command_palette=self.app.size.width >= 120)  # narrow: the room goes to keys (? lists it)
 
     @on(CodeView.SearchRequested)
     def _search(self, event: CodeView.SearchRequested) -> None:

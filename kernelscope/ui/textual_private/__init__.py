@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 CHECKED_VERSIONS = ("8.2.8",)
 FAST_ENV = "KERNELSCOPE_TEXTUAL_FAST"  # "0" (or off/false/no): every fast path off
@@ -163,6 +164,15 @@ _CHECKS = {"compositor": _check_compositor, "styles": _check_styles, "scrollbars
 
 
 def textual_version() -> str:
+    """The installed Textual's version: from its dist-info folder beside the package (a glob of one
+    folder), else importlib.metadata, whose scan of every distribution on sys.path cost ~30 ms of each
+    start-up."""
+    import textual
+
+    package = Path(getattr(textual, "__file__", "") or ".").resolve().parent
+    found = sorted(package.parent.glob("textual-*.dist-info"))
+    if len(found) == 1 and (found[0] / "METADATA").is_file():
+        return found[0].name[len("textual-"):-len(".dist-info")]
     from importlib.metadata import PackageNotFoundError, version
 
     try:

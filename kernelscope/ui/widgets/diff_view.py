@@ -16,7 +16,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Static, Tab, Tabs
+from textual.widgets import DataTable, Header, Static, Tab, Tabs
 
 from kernelscope.bundle.io import read_bundle
 from kernelscope.bundle.model import Bundle
@@ -33,6 +33,7 @@ from kernelscope.report.diff import (
     option_changes,
 )
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.units import shorten_kernel_name
 
 STATUS_MARK = {"replaced": "≈ replaced", "changed": "~ changed", "added": "+ added", "removed": "- removed",
@@ -254,7 +255,7 @@ class DiffApp(App):
     def compose(self) -> ComposeResult:
         yield Header()
         yield DiffView(self.bundle_a, self.bundle_b)
-        yield Footer()
+        yield KeyFooter()
 
     def action_keys(self) -> None:
         """? : every key, in a panel that scrolls (as in the explorer)."""
