@@ -19,7 +19,7 @@ def _tree(root):
 
 
 def test_keep_merges_a_captures_caches_without_overwriting_or_following_links(tmp_path):
-    work, dest = tmp_path / "work", tmp_path / "shared"
+    work, dest = tmp_path / "work", tmp_path / "common"
     (work / "inductor" / "fxgraph" / "ab").mkdir(parents=True)
     (work / "inductor" / "fxgraph" / "ab" / "entry").write_text("new entry")
     (work / "inductor" / "locks").mkdir()
@@ -41,7 +41,7 @@ def test_keep_merges_a_captures_caches_without_overwriting_or_following_links(tm
 
 
 def test_keep_empties_a_shared_folder_past_its_limit_and_never_raises(tmp_path, monkeypatch):
-    work, dest = tmp_path / "work", tmp_path / "shared"
+    work, dest = tmp_path / "work", tmp_path / "common"
     (work / "triton").mkdir(parents=True)
     (work / "triton" / "new").write_text("n")
     (dest / "triton").mkdir(parents=True)
