@@ -58,12 +58,13 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     inputs = make_inputs(request, module, device)
     apply_train_state(module, fn, options)
     eager = Step(fn, backward, options)
+    # From here: Dynamo's and Inductor's imports (seconds on a GPU box), then the compile and first call.
+    events.emit("compile", "torch.compile: first call")
     skips, skips_before = SkipLog(), (torch_private.cudagraph_skips() if uses_cudagraphs(options, device) else 0)
     compiled = Step(compile_fn(fn, options), backward, options)
     result: dict[str, Any] = {"inputs": [describe(v) for v in inputs],
                               "grad_mode": options.get("grad_mode"), "eval": bool(options.get("eval")),
                               "holds_modules": bool(session.modules_of(fn, module))}
-    events.emit("compile", "torch.compile: first call")
     t, cached_before = time.perf_counter(), torch_private.fx_graph_cache_counts()
     call_guarded(compiled, inputs, request)
     result["compile_s"] = round(time.perf_counter() - t, 3)
