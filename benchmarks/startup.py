@@ -58,6 +58,10 @@ app.__class__ = Timed
 app.run(headless=True, size=(160, 48))
 """
 
+# The same start, timed to the frame that shows what waited for the first one (a megabytes-long output
+# code is read after it: kernelscope.ui.app.after_first_frame), so every pane shows its text.
+FILLED = KERNELSCOPE.replace("def _first_frame(self):", "def _filled(self):\n        super()._filled()")
+
 
 def child_env(pycache: Path) -> dict[str, str]:
     """The children's environment: both cache bytecode, in a scratch folder.
@@ -206,13 +210,14 @@ def main() -> int:
         env = child_env(Path(tmp) / "pycache")
         for code, *what in ((MINIMAL,), (KERNELSCOPE,), (KERNELSCOPE, str(bundle))):
             first_frame_ms(code, *what, env=env)  # untimed: writes each child's bytecode cache
-        minimal, gallery, opened = [], [], []
-        for _ in range(args.runs):  # interleaved, so machine noise hits all three alike
+        minimal, gallery, opened, filled = [], [], [], []
+        for _ in range(args.runs):  # interleaved, so machine noise hits all four alike
             minimal.append(first_frame_ms(MINIMAL, env=env))
             gallery.append(first_frame_ms(KERNELSCOPE, env=env))
             opened.append(first_frame_ms(KERNELSCOPE, str(bundle), env=env))
+            filled.append(first_frame_ms(FILLED, str(bundle), env=env))
         if args.first_frame:
-            return print_first_frames(minimal, gallery, opened)
+            return print_first_frames(minimal, gallery, opened, filled)
         runs, minimal_runs = [], []
         for _ in range(args.runs):  # interleaved with the minimal app's, so noise hits both alike
             runs.append(asyncio.run(open_and_scroll(bundle)))
@@ -224,7 +229,7 @@ def main() -> int:
         min_presses = [p for r in minimal_runs for p in r[0]]
         min_in_app = [k for r in minimal_runs for k in r[1]]
         shutil.rmtree(bundle, ignore_errors=True)
-    print_first_frames(minimal, gallery, opened)
+    print_first_frames(minimal, gallery, opened, filled)
     print(f"{'open + show 100k-line bundle, in process':<52}{open_ms:>10.0f}{'':>8}   target < 300 "
           f"(median of {args.runs})")
     print(f"{'jump to its last line (G), pilot.press':<52}{end_ms:>10.1f}")
@@ -244,13 +249,14 @@ def main() -> int:
     return 0
 
 
-def print_first_frames(minimal: list[float], gallery: list[float], opened: list[float]) -> int:
+def print_first_frames(minimal: list[float], gallery: list[float], opened: list[float], filled: list[float]) -> int:
     """The fresh-process first frames, each as a ratio to the minimal Textual app's, runs interleaved."""
-    m, g, o = (statistics.median(x) for x in (minimal, gallery, opened))
+    m, g, o, f = (statistics.median(x) for x in (minimal, gallery, opened, filled))
     print(f"{'measure':<52}{'median ms':>10}{'ratio':>8}")
     print(f"{'first frame: minimal Textual app':<52}{m:>10.0f}{1.0:>8.2f}")
     print(f"{'first frame: kernelscope (gallery)':<52}{g:>10.0f}{g / m:>8.2f}   target <= 1.5")
     print(f"{'first frame: kernelscope BUNDLE (100k-line output)':<52}{o:>10.0f}{o / m:>8.2f}   target <= 1.5")
+    print(f"{'  ... its output code pane filled in':<52}{f:>10.0f}{f / m:>8.2f}")
     print(f"first frame of the 100k-line bundle: {o / m:.2f}x the minimal Textual app "
           f"({o:.0f} ms vs {m:.0f} ms, median of {len(opened)} fresh processes each; target <= 1.5x)")
     return 0

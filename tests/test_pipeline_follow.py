@@ -58,10 +58,7 @@ async def cursor_to(pilot, pane, needle: str) -> int:
 
 def footer(view) -> list[str]:
     """The footer's keys and group labels ("[" "]" "stage"), left to right."""
-    items = [w for w in view.screen.query("FooterKey, FooterLabel")]
-    items.sort(key=lambda w: w.region.x)
-    return [(f"{w.key_display} {w.description}" if hasattr(w, "key_display") else str(w.render())).strip()
-            for w in items]
+    return view.screen.query_one("KeyFooter").labels()
 
 
 def test_enter_on_a_sass_line_jumps_to_its_source_line_and_enter_there_jumps_back():

@@ -41,7 +41,7 @@ def test_an_unchecked_textual_gets_every_stock_path():
 @pytest.mark.parametrize("value", ["0", "off", "false"])
 def test_the_environment_turns_every_fast_path_off(value):
     paths = detect(CHECKED_VERSIONS[0], environ={FAST_ENV: value})
-    assert paths.on == frozenset() and not paths.compositor and not paths.footer
+    assert paths.on == frozenset() and not paths.compositor
     assert paths.why_off["compositor"] == f"{FAST_ENV}={value}"
 
 
@@ -72,14 +72,15 @@ def test_the_stock_widgets_where_the_fast_paths_are_off():
     """With KERNELSCOPE_TEXTUAL_FAST=0 the explorer's widgets are Textual's own: no subclass of a Textual
     internal is made, and the mixins add nothing."""
     code = """
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable
+from textual.widget import Widget
 from kernelscope.ui.textual_private import FAST
 from kernelscope.ui.widgets.key_footer import KeyFooter
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.textual_private.styles import styles_cache
 own = lambda cls: [c.__name__ for c in cls.__mro__ if c.__module__.startswith("kernelscope")]
-print(FAST.on == frozenset(), KeyFooter.__bases__ == (Footer,), own(KernelTable), own(CodeView), styles_cache(True))
+print(FAST.on == frozenset(), KeyFooter.__bases__ == (Widget,), own(KernelTable), own(CodeView), styles_cache(True))
 """
     env = {**os.environ, FAST_ENV: "0", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
@@ -93,7 +94,7 @@ def _explorer_paths(app) -> dict[str, str]:
     screen = app.screen
     fx = screen.query_one("#fx")
     return {"compositor": type(screen._compositor).__name__, "fx scrollbar": type(fx.vertical_scrollbar).__name__,
-            "fx styles": type(fx._styles_cache).__name__, "footer": type(screen.query_one("Footer")).__base__.__name__}  # under the fit-to-width mixin
+            "fx styles": type(fx._styles_cache).__name__}
 
 
 def _record(keys: list[str]) -> dict:
@@ -145,9 +146,8 @@ def test_the_screen_is_the_same_with_the_fast_paths_off(tmp_path, monkeypatch):
     assert proc.returncode == 0, proc.stderr[-3000:]
     stock = json.loads(proc.stdout.strip().splitlines()[-1])
     assert fast["paths"] == {"compositor": "SparseCompositor", "fx scrollbar": "CachedScrollBar",
-                             "fx styles": "LineStyles", "footer": "_KeyFooter"}
-    assert stock["paths"] == {"compositor": "Compositor", "fx scrollbar": "ScrollBar", "fx styles": "StylesCache",
-                              "footer": "Footer"}
+                             "fx styles": "LineStyles"}
+    assert stock["paths"] == {"compositor": "Compositor", "fx scrollbar": "ScrollBar", "fx styles": "StylesCache"}
     assert len(fast["screens"]) == len(stock["screens"]) == len(KEYS) + 1
     for step, (ours, theirs) in enumerate(zip(fast["screens"], stock["screens"])):
         assert len(ours) == len(theirs) == 48

@@ -243,7 +243,7 @@ def test_presentation_mode_shows_the_story_big(ref_bundles):
         assert isinstance(screen, PresentationScreen)
         assert screen.query_one("#pres-right").border_title.startswith("fused kernel · triton_")
         assert "eager 1 kernel" in str(screen.query_one("#pres-counts").render())
-        assert not screen.query("Footer")
+        assert not screen.query("KeyFooter")
         await pilot.press("P")
         await pilot.pause()
         assert isinstance(app.screen, ExplorerScreen) and app.screen.layout_mode == "wide"

@@ -150,8 +150,8 @@ def test_escape_on_a_zoomed_pane_restores_the_layout_before_leaving():
 def test_the_footer_at_80x24_shows_pipeline_bench_and_diff():
     async def steps(pilot, app):
         await pilot.pause(0.2)
-        keys = [k for k in app.screen.query("FooterKey") if k.region.area]
-        shown = [(k.key_display, k.description) for k in keys if k.region.right <= NARROW[0]]
+        footer = app.screen.query_one("KeyFooter")
+        shown = [(k.key_display, k.description) for k in footer.items if k.end <= NARROW[0]]
         # The focused kernel table's keys first, then ? (every key), then pipeline, bench and diff (issue 23).
         assert shown[:7] == [("⏎", "Kernel"), ("y", "Copy"), ("/", "Find"), ("?", "Keys"), ("p", "Pipeline"),
                              ("b", "Bench"), ("d", "Diff")], shown

@@ -443,8 +443,7 @@ def test_the_footer_at_80x24_shows_the_focused_panes_keys_then_help_then_the_too
     async def steps(pilot, app):
         await pilot.press(pane)
         await pilot.pause(0.3)
-        keys = [k for k in app.screen.query("FooterKey") if k.region.area and k.region.right <= NARROW[0]]
-        shown = [k.key_display for k in keys]
+        shown = _footer_keys_shown(app)
         own = ["⏎", "y", "/"] if pane == "1" else ["⏎", "/", "m", "y"]
         assert shown[:len(own) + 4] == [*own, "?", "p", "b", "d"], shown
 
@@ -656,7 +655,9 @@ def test_the_keys_panel_scrolls_to_its_last_line_at_80x24(where):
 
 
 def _footer_keys_shown(app) -> list[str]:
-    return [k.key_display for k in app.screen.query("FooterKey") if k.region.area and k.region.right <= NARROW[0]]
+    footer = app.screen.query_one("KeyFooter")
+    assert footer.region.width <= NARROW[0]
+    return [k.key_display for k in footer.items if not k.palette]
 
 
 def test_the_passes_footer_keeps_question_mark_at_80_columns_and_drops_the_stage_keys():
@@ -920,17 +921,17 @@ def test_tab_then_enter_in_the_gallery_opens_the_newest_recent_capture(tmp_path)
 def test_footer_keys_end_whole_at_80_columns_and_come_back_when_wider():
     """At 80x24 a key that would run past the edge ("t Th", "u Use") is hidden with those after it,
     ? stays in view (it lists them all); at 160x48 they are back, and none runs under ^p palette."""
-    from textual.widgets._footer import FooterKey
-
     def shown(app):
         footer = app.screen.query_one("KeyFooter")
-        room = footer.scrollable_content_region.width
-        keys = [k for k in footer.query(FooterKey) if k.styles.dock not in ("left", "right")]
-        docked = sum(k.outer_size.width for k in footer.query(FooterKey) if k.styles.dock in ("left", "right"))
-        visible = [k for k in keys if k.display]
-        assert all(k.virtual_region.right <= room - docked for k in visible), \
-            [(k.key, k.virtual_region) for k in visible]
-        return {k.key for k in visible}, len(keys)
+        width = footer.region.width
+        palette = [k for k in footer.items if k.palette]
+        room = palette[0].start - 1 if palette else width  # left of the palette's border
+        keys = [k for k in footer.items if not k.palette]
+        assert all(k.end <= room for k in keys), [(k.key, k.start, k.end, room) for k in keys]
+        assert all(k.end <= width for k in palette)
+        assert footer.render().cell_len <= width
+        total = {b.binding.action for b in app.screen.active_bindings.values() if b.binding.show}
+        return {k.key for k in keys}, len(total)
 
     async def steps(pilot, app):
         for _ in range(3):

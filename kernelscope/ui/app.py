@@ -86,6 +86,8 @@ class KernelscopeApp(App):
             wanted = "textual-dark"
         self.theme = wanted
         self.first_frame_ms: float | None = None
+        self.filled_ms: float | None = None  # when what waited for the first frame (after_first_frame) is drawn
+        self._after_first_frame: list = []
         self.highlighting_ready = False  # set once lexers may run (a frame after the first)
 
     def on_mount(self) -> None:
@@ -115,7 +117,22 @@ class KernelscopeApp(App):
     def _first_frame(self) -> None:
         self.first_frame_ms = (time.perf_counter() - _T_IMPORT) * 1000
         self.log(f"kernelscope: first frame {self.first_frame_ms:.0f} ms after import")
+        waiting, self._after_first_frame = self._after_first_frame, []
+        for callback in waiting:
+            self.call_later(callback)
+        self.call_after_refresh(self._filled) if waiting else self._filled()
         self.set_timer(0.01, self._allow_highlighting)
+
+    def after_first_frame(self, callback) -> None:
+        """Run ``callback`` once the first frame is drawn (now, if it is): a pane whose text is megabytes
+        (a 100k-line output code) fills in then, so the screen around it is not held back."""
+        if self.first_frame_ms is None:
+            self._after_first_frame.append(callback)
+        else:
+            callback()
+
+    def _filled(self) -> None:
+        self.filled_ms = (time.perf_counter() - _T_IMPORT) * 1000
 
     def _allow_highlighting(self) -> None:
         from kernelscope.ui.widgets.code_view import CodeView

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kernelscope.bundle.io import read_text
+from kernelscope.bundle.io import BundleError, inside, read_text
 from kernelscope.bundle.model import FX_AOT, FX_AOT_JOINT, FX_DYNAMO, FX_POST_GRAD, Bundle, Graph, Kernel
 from kernelscope.ingest.fx import FxNode, fx_nodes
 from kernelscope.units import base_name
@@ -86,6 +86,15 @@ class BundleIndex:
         if relpath not in self._texts:
             self._texts[relpath] = read_text(self.bundle, relpath)
         return self._texts[relpath]
+
+    def text_bytes(self, relpath: str | None) -> int:
+        """The size of a file in the bundle (0 when absent or unreadable), without reading it."""
+        if not relpath or relpath in self._texts:
+            return len(self._texts.get(relpath, "")) if relpath else 0
+        try:
+            return inside(self.bundle.root, relpath).stat().st_size
+        except (BundleError, OSError):
+            return 0
 
     def graph_text(self, graph: Graph, what: str) -> str:
         return self.text(graph.files.get(what))

@@ -60,7 +60,7 @@ class TitleLine(Static):
 class ExplorerScreen(Screen):
     """Every view of one bundle."""
 
-    ALLOW_IN_MAXIMIZED_VIEW = "SearchBar, Footer"  # a zoomed pane keeps its search bar and keys
+    ALLOW_IN_MAXIMIZED_VIEW = "SearchBar, KeyFooter"  # a zoomed pane keeps its search bar and keys
 
     _KERNEL = Binding.Group("Kernel", compact=True)  # "," "." share one label in the footer
     _FX = Binding.Group("FX graph", compact=True)
@@ -135,9 +135,11 @@ class ExplorerScreen(Screen):
             for pid in GRID_ORDER:
                 yield PANE_CLASSES[pid](classes=" ".join(self._pane_classes(pid)))
         yield SearchBar(id="search")
-        # The footer comes in on_mount, once the kernel table has focus: its keys are then final.
+        # Narrow, the footer's room goes to keys: ^p palette (12 columns) is listed by ? with the rest. It
+        # reads the keys as it draws: those of the kernel table, focused in on_mount.
+        yield KeyFooter(show_command_palette=self.layout_mode == "wide")
 
-    async def on_mount(self) -> None:
+    def on_mount(self) -> None:
         self.watch(self.app, "presentation", self._apply_layout, init=False)
         self._apply_layout()
         for cls in PANES:
@@ -152,8 +154,6 @@ class ExplorerScreen(Screen):
         # table posts comes after the frame that drew the moved cursor, and the panes would redraw in a
         # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
-        # Narrow, the footer's room goes to keys: ^p palette (12 columns) is listed by ? with the rest.
-        await self.mount(KeyFooter(show_command_palette=self.layout_mode == "wide"))
         self._lexing = self.set_interval(LEX_AHEAD_EVERY, self._lex_ahead)
         self.set_interval(1.0, self.move_gc.idle_tick)
 
@@ -194,8 +194,8 @@ class ExplorerScreen(Screen):
             return  # mount, resize and resume all land here; only a change of layout needs work
         self._set_layout_mode(mode)
         self._show_active()
-        for footer in self.query(KeyFooter):  # shown from the footer's next rebuild (its keys change often)
-            footer.set_reactive(KeyFooter.show_command_palette, mode == "wide")
+        for footer in self.query(KeyFooter):
+            footer.show_command_palette = mode == "wide"
 
     def _pane_classes(self, pane_id: str) -> list[str]:
         pinned = "kernels" if self.active_pane == "source" else "source"

@@ -7,7 +7,6 @@ Checked against Textual 8.2.8 (``CHECKED_VERSIONS``). Moving through a 12-layer 
     styles       LineStyles: a widget's styled content lines kept (StylesCache.render_line)
     scrollbars   CachedScrollBar, StableScrollbars: scrollbars drawn from kept lines, updated on change
     data_table   FastTableRows: DataTable's _render_cell and row lines kept, cells replaced in place
-    footer       KeyFooter: Footer's keys from the first compose (Footer._bindings_ready, FooterKey)
     lru          clear_lru: Textual's LRUCache emptied without leaving its circular list as garbage
     strips       with_offsets, set_border_line: Strip.apply_offsets's metas kept; a border title's line
 
@@ -28,7 +27,7 @@ from pathlib import Path
 
 CHECKED_VERSIONS = ("8.2.8",)
 FAST_ENV = "KERNELSCOPE_TEXTUAL_FAST"  # "0" (or off/false/no): every fast path off
-PATHS = ("compositor", "styles", "scrollbars", "data_table", "footer", "lru", "strips")
+PATHS = ("compositor", "styles", "scrollbars", "data_table", "lru", "strips")
 
 
 @dataclass(frozen=True)
@@ -131,14 +130,6 @@ def _check_data_table() -> None:
          "_pseudo_class_state")
 
 
-def _check_footer() -> None:
-    from textual.widgets import Footer
-    from textual.widgets._footer import FooterKey
-
-    _has(Footer, "_bindings_ready", "compose", "bindings_changed")
-    _has(FooterKey, "compact")
-
-
 def _check_lru() -> None:
     from textual.cache import LRUCache
 
@@ -160,7 +151,7 @@ def _check_strips() -> None:
 
 
 _CHECKS = {"compositor": _check_compositor, "styles": _check_styles, "scrollbars": _check_scrollbars,
-           "data_table": _check_data_table, "footer": _check_footer, "lru": _check_lru, "strips": _check_strips}
+           "data_table": _check_data_table, "lru": _check_lru, "strips": _check_strips}
 
 
 def textual_version() -> str:

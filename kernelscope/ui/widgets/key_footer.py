@@ -1,49 +1,243 @@
-"""The screens' footer: KeyFooter (Textual's Footer, its keys composed once: see
-kernelscope.ui.textual_private.footer), showing only keys that fit whole, and the order a screen's keys
-are shown in (``headline_first``).
+"""The screens' footer: KeyFooter, the screen's shown keys drawn as one line by one widget (public Textual
+only), showing only keys that fit whole, and the order a screen's keys are shown in (``headline_first``).
+
+Textual's Footer is a container of a widget per key (22 on the explorer, with their groups and labels),
+each mounted, styled and laid out, and all rebuilt whenever the keys change: a fifth of a fresh
+`kernelscope BUNDLE`'s time to its first frame went there. KeyFooter reads the screen's active bindings when
+it draws (so a screen may compose it before it sets its first focus), looks like Textual's Footer (the
+same theme variables), and a click on a key presses it, as there.
 """
 
 from __future__ import annotations
 
-from textual import events
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from itertools import groupby
 
-from kernelscope.ui.textual_private.footer import KeyFooter as _Footer
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.reactive import reactive
+from textual.widget import Widget
 
 __all__ = ["KeyFooter", "headline_first"]
 
+PALETTE_BORDER = "▏"
 
-class KeyFooter(_Footer):
-    """A footer whose keys end whole: one that would run past the right edge (``t Th`` at 80 columns)
-    is hidden with every key after it; ``?`` (listed early by each screen) shows them all. Public
-    Textual only: the keys' ``virtual_region`` after layout, ``display``, ``recompose``."""
 
-    async def recompose(self) -> None:
-        await super().recompose()
-        self.call_after_refresh(self._fit)
+@dataclass(frozen=True)
+class FooterItem:
+    """One clickable key of the footer: where it is drawn, what pressing it sends."""
 
-    def on_resize(self, event: events.Resize) -> None:
-        if any(not child.display for child in self.children):
-            self.call_after_refresh(self._refit)  # wider now, maybe: every key back, then fitted again
-        else:
-            self.call_after_refresh(self._fit)
+    start: int
+    end: int
+    key: str  # the binding's key, as App.simulate_key takes it
+    key_display: str
+    description: str
+    enabled: bool
+    tooltip: str
+    palette: bool = False
+    grouped: bool = False  # one of a group's keys (``,`` ``.``), the group's label in ``description``
 
-    async def _refit(self) -> None:
-        if self.is_attached:
-            await self.recompose()
 
-    def _fit(self) -> None:
-        if not self.is_attached:
-            return
-        docked = [child for child in self.children if child.styles.dock in ("left", "right")]  # ^p palette
-        width = self.scrollable_content_region.width - sum(child.outer_size.width for child in docked
-                                                           if child.display)
-        past = False
-        for child in self.children:
-            if child in docked:
+class KeyFooter(Widget, can_focus=False):
+    """The screen's shown keys on one line. A key that would run past the right edge (or under ``^p
+    palette``) is left out with every key after it; ``?`` (listed early by each screen) shows them all."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"key-footer--key", "key-footer--description", "key-footer--hover", "key-footer--border"}
+    DEFAULT_CSS = """
+    KeyFooter {
+        dock: bottom;
+        height: 1;
+        width: 1fr;
+        color: $footer-foreground;
+        background: $footer-background;
+        & > .key-footer--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        & > .key-footer--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        & > .key-footer--hover {
+            background: $block-hover-background;
+        }
+        & > .key-footer--border {
+            color: $foreground 20%;
+        }
+    }
+    """
+
+    show_command_palette: reactive[bool] = reactive(True)
+
+    def __init__(self, *, show_command_palette: bool = True, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.set_reactive(KeyFooter.show_command_palette, show_command_palette)
+        self._line: tuple[tuple, Text, list[FooterItem]] | None = None  # (key, drawn line, its items)
+        self._hover: int | None = None
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen) -> None:
+        if self.is_attached and screen is self.screen:
+            self._line = None
+            self.refresh()
+
+    def watch_show_command_palette(self) -> None:
+        self._line = None
+
+    # -- what is shown ------------------------------------------------------------------------
+    def _entries(self) -> tuple[list[tuple], tuple | None]:
+        """The shown bindings as Footer composes them: one per action, a group's keys together under its
+        label; and the palette's key (for the right edge), if shown."""
+        app = self.app
+        active = self.screen.active_bindings
+        by_action: defaultdict[str, list] = defaultdict(list)
+        for _, binding, enabled, tooltip in active.values():
+            if binding.show:
+                by_action[binding.action].append((binding, enabled, tooltip))
+        entries: list[tuple] = []
+        for group, members in groupby(by_action.values(), lambda multi: multi[0][0].group):
+            members = list(members)
+            firsts = [multi[0] for multi in members]
+            if group is not None and len(members) > 1:
+                entries.append(("group", group.description, group.compact,
+                                tuple((b.key, app.get_key_display(b), enabled, tooltip or b.description)
+                                      for b, enabled, tooltip in firsts)))
+            else:
+                entries.extend(("key", b.key, app.get_key_display(b), b.description, enabled, tooltip or "")
+                               for b, enabled, tooltip in firsts)
+        palette = None
+        if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
+            found = active.get(app.COMMAND_PALETTE_BINDING)
+            if found is not None:
+                _, b, enabled, tooltip = found
+                palette = (b.key, app.get_key_display(b), b.description, enabled, b.tooltip or b.description)
+        return entries, palette
+
+    def _build(self, width: int) -> tuple[Text, list[FooterItem]]:
+        key_style = self.get_component_rich_style("key-footer--key", partial=True)
+        desc_style = self.get_component_rich_style("key-footer--description", partial=True)
+        dim = Style(dim=True)
+        entries, palette = self._entries()
+        palette_text = Text()
+        palette_items: list[FooterItem] = []
+        if palette is not None:
+            key, shown, description, enabled, tooltip = palette
+            palette_text.append(PALETTE_BORDER, self.get_component_rich_style("key-footer--border", partial=True))
+            palette_text.append(shown, key_style + (Style() if enabled else dim))
+            palette_text.append(f" {description} ", desc_style + (Style() if enabled else dim))
+            palette_items.append(FooterItem(1, len(palette_text), key, shown, description, enabled, tooltip, True))
+        room = width - palette_text.cell_len
+        line = Text(no_wrap=True, overflow="crop", end="")
+        items: list[FooterItem] = []
+        for entry in entries:
+            part, parts = Text(), []
+            if entry[0] == "key":
+                _, key, shown, description, enabled, tooltip = entry
+                state = Style() if enabled else dim
+                if description:
+                    part.append(f" {shown} ", key_style + state)
+                    part.append(f"{description} ", desc_style + state)
+                else:
+                    part.append(shown, key_style + state)
+                parts.append((0, part.cell_len, key, shown, description, enabled, tooltip))
+            else:
+                _, label, compact, keys = entry
+                part.append(" ")
+                for key, shown, enabled, tooltip in keys:
+                    start = part.cell_len
+                    part.append(shown if compact else f" {shown} ", key_style + (Style() if enabled else dim))
+                    parts.append((start, part.cell_len, key, shown, label, enabled, tooltip, False, True))
+                part.append(" ")
+                part.append(label, desc_style)
+                part.append(" ")
+            if line.cell_len + part.cell_len > room:
+                break  # this key and every one after it: listed by ?
+            offset = line.cell_len
+            items.extend(FooterItem(offset + s, offset + e, *rest) for s, e, *rest in parts)
+            line.append_text(part)
+        if palette is not None:
+            offset = width - palette_text.cell_len
+            line.append(" " * max(0, offset - line.cell_len))
+            line.append_text(palette_text)
+            items.extend(replace(i, start=offset + i.start, end=offset + i.end) for i in palette_items)
+        return line, items
+
+    def _drawn(self) -> tuple[Text, list[FooterItem]]:
+        width = self.size.width
+        key = (width, self.app.theme, self.show_command_palette)
+        if self._line is None or self._line[0] != key:
+            self._line = (key, *self._build(width))
+        return self._line[1], self._line[2]
+
+    @property
+    def items(self) -> list[FooterItem]:
+        """The keys shown now, left to right (the palette's last)."""
+        return self._drawn()[1]
+
+    def shown_keys(self) -> list[str]:
+        """The keys shown now as they are drawn (``?``, ``,``, ``^p``), left to right."""
+        return [item.key_display for item in self.items]
+
+    def labels(self) -> list[str]:
+        """What is shown, left to right: ``"y Copy"`` for a key, a group's keys one by one then its label."""
+        out: list[str] = []
+        items = self.items
+        for i, item in enumerate(items):
+            if not item.grouped:
+                out.append(f"{item.key_display} {item.description}".strip())
                 continue
-            past = past or child.virtual_region.right > width
-            if past and child.display:
-                child.display = False
+            out.append(item.key_display)
+            following = items[i + 1] if i + 1 < len(items) else None
+            if following is None or not following.grouped or following.start != item.end:
+                out.append(item.description)
+        return out
+
+    def render(self) -> Text:
+        line, items = self._drawn()
+        if self._hover is None or self._hover >= len(items):
+            return line
+        line = line.copy()
+        item = items[self._hover]
+        line.stylize(self.get_component_rich_style("key-footer--hover", partial=True), item.start, item.end)
+        return line
+
+    # -- the mouse ----------------------------------------------------------------------------
+    def _item_at(self, x: int) -> int | None:
+        for i, item in enumerate(self.items):  # a key with its description; in a group, the key alone
+            if item.start <= x < item.end:
+                return i
+        return None
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        index = self._item_at(event.x)
+        if index != self._hover:
+            self._hover = index
+            self.tooltip = (self.items[index].tooltip or None) if index is not None else None
+            self.refresh()
+
+    def on_leave(self, event: events.Leave) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.refresh()
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        index = self._item_at(event.x)
+        if index is None:
+            return
+        item = self.items[index]
+        if item.enabled:
+            self.app.simulate_key(item.key)
+        else:
+            self.app.bell()
 
 
 def headline_first(bindings: dict, actions: tuple[str, ...]) -> dict:
