@@ -50,7 +50,6 @@ def main() -> int:
               f"{' '.join(pct(summed, x) for x in per_call)} from each); + {unclaimed:.1f} µs of kernels that are "
               f"no launch = {summed + unclaimed:.1f} µs; the bench's device total {c['total_us']:.1f} µs "
               f"({pct(c['total_us'], ref)})")
-    kernels = statistics.mean  # per kernel: the loops' medians, averaged
     names = {}
     for _, d in loops:
         for k, v in d["kernels"].items():
@@ -62,8 +61,8 @@ def main() -> int:
         if not ind or r.get("us") is None or not r["name"].startswith("triton_"):
             continue
         flushed = f", L2 flushed {r['us_flushed']:.2f} µs" if r.get("us_flushed") is not None else ""
-        print(f"   {r['name'][:64]}: bench {r['us']:.2f} µs{flushed}; loops' median {kernels(ind):.2f} µs "
-              f"({pct(r['us'], kernels(ind))})")
+        print(f"   {r['name'][:64]}: bench {r['us']:.2f} µs{flushed}; loops' median {statistics.mean(ind):.2f} µs "
+              f"({pct(r['us'], statistics.mean(ind))})")
         shown += 1
         if shown == 5:
             break

@@ -89,8 +89,8 @@ class BundleIndex:
 
     def text_bytes(self, relpath: str | None) -> int:
         """The size of a file in the bundle (0 when absent or unreadable), without reading it."""
-        if not relpath or relpath in self._texts:
-            return len(self._texts.get(relpath, "")) if relpath else 0
+        if not relpath:
+            return 0
         try:
             return inside(self.bundle.root, relpath).stat().st_size
         except (BundleError, OSError):

@@ -90,85 +90,78 @@ class KeyFooter(Widget, can_focus=False):
             self._line = None
             self.refresh()
 
-    def watch_show_command_palette(self) -> None:
-        self._line = None
-
     # -- what is shown ------------------------------------------------------------------------
-    def _entries(self) -> tuple[list[tuple], tuple | None]:
-        """The shown bindings as Footer composes them: one per action, a group's keys together under its
-        label; and the palette's key (for the right edge), if shown."""
+    def _entries(self) -> tuple[list[tuple[str | None, bool, list[FooterItem]]], FooterItem | None]:
+        """The shown bindings as Footer composes them, one per action: (group label or None, compact, its
+        keys) in order, a group's keys together; and the palette's key (for the right edge), if shown.
+        Positions are 0 here (``_build`` lays them out)."""
         app = self.app
         active = self.screen.active_bindings
         by_action: defaultdict[str, list] = defaultdict(list)
         for _, binding, enabled, tooltip in active.values():
             if binding.show:
                 by_action[binding.action].append((binding, enabled, tooltip))
-        entries: list[tuple] = []
+        entries: list[tuple[str | None, bool, list[FooterItem]]] = []
         for group, members in groupby(by_action.values(), lambda multi: multi[0][0].group):
-            members = list(members)
             firsts = [multi[0] for multi in members]
-            if group is not None and len(members) > 1:
-                entries.append(("group", group.description, group.compact,
-                                tuple((b.key, app.get_key_display(b), enabled, tooltip or b.description)
-                                      for b, enabled, tooltip in firsts)))
+            if group is not None and len(firsts) > 1:
+                entries.append((group.description, group.compact,
+                                [FooterItem(0, 0, b.key, app.get_key_display(b), group.description, enabled,
+                                            tooltip or b.description, grouped=True) for b, enabled, tooltip in firsts]))
             else:
-                entries.extend(("key", b.key, app.get_key_display(b), b.description, enabled, tooltip or "")
-                               for b, enabled, tooltip in firsts)
+                entries.extend((None, False, [FooterItem(0, 0, b.key, app.get_key_display(b), b.description, enabled,
+                                                         tooltip or "")]) for b, enabled, tooltip in firsts)
         palette = None
         if self.show_command_palette and app.ENABLE_COMMAND_PALETTE:
             found = active.get(app.COMMAND_PALETTE_BINDING)
             if found is not None:
-                _, b, enabled, tooltip = found
-                palette = (b.key, app.get_key_display(b), b.description, enabled, b.tooltip or b.description)
+                _, b, enabled, _ = found
+                palette = FooterItem(0, 0, b.key, app.get_key_display(b), b.description, enabled,
+                                     b.tooltip or b.description, palette=True)
         return entries, palette
 
     def _build(self, width: int) -> tuple[Text, list[FooterItem]]:
         key_style = self.get_component_rich_style("key-footer--key", partial=True)
         desc_style = self.get_component_rich_style("key-footer--description", partial=True)
-        dim = Style(dim=True)
+
+        def styled(style: Style, item: FooterItem) -> Style:
+            return style if item.enabled else style + Style(dim=True)
+
         entries, palette = self._entries()
-        palette_text = Text()
-        palette_items: list[FooterItem] = []
+        tail = Text()  # the palette's key, at the right edge
         if palette is not None:
-            key, shown, description, enabled, tooltip = palette
-            palette_text.append(PALETTE_BORDER, self.get_component_rich_style("key-footer--border", partial=True))
-            palette_text.append(shown, key_style + (Style() if enabled else dim))
-            palette_text.append(f" {description} ", desc_style + (Style() if enabled else dim))
-            palette_items.append(FooterItem(1, len(palette_text), key, shown, description, enabled, tooltip, True))
-        room = width - palette_text.cell_len
+            tail.append(PALETTE_BORDER, self.get_component_rich_style("key-footer--border", partial=True))
+            tail.append(palette.key_display, styled(key_style, palette))
+            tail.append(f" {palette.description} ", styled(desc_style, palette))
         line = Text(no_wrap=True, overflow="crop", end="")
         items: list[FooterItem] = []
-        for entry in entries:
-            part, parts = Text(), []
-            if entry[0] == "key":
-                _, key, shown, description, enabled, tooltip = entry
-                state = Style() if enabled else dim
-                if description:
-                    part.append(f" {shown} ", key_style + state)
-                    part.append(f"{description} ", desc_style + state)
-                else:
-                    part.append(shown, key_style + state)
-                parts.append((0, part.cell_len, key, shown, description, enabled, tooltip))
-            else:
-                _, label, compact, keys = entry
+        for label, compact, keys in entries:
+            part, placed = Text(), []
+            if label is None:  # one key and its description
+                item = keys[0]
+                part.append(f" {item.key_display} " if item.description else item.key_display, styled(key_style, item))
+                if item.description:
+                    part.append(f"{item.description} ", styled(desc_style, item))
+                placed.append((0, part.cell_len, item))
+            else:  # a group's keys, then its label
                 part.append(" ")
-                for key, shown, enabled, tooltip in keys:
+                for item in keys:
                     start = part.cell_len
-                    part.append(shown if compact else f" {shown} ", key_style + (Style() if enabled else dim))
-                    parts.append((start, part.cell_len, key, shown, label, enabled, tooltip, False, True))
+                    part.append(item.key_display if compact else f" {item.key_display} ", styled(key_style, item))
+                    placed.append((start, part.cell_len, item))
                 part.append(" ")
                 part.append(label, desc_style)
                 part.append(" ")
-            if line.cell_len + part.cell_len > room:
+            if line.cell_len + part.cell_len > width - tail.cell_len:
                 break  # this key and every one after it: listed by ?
             offset = line.cell_len
-            items.extend(FooterItem(offset + s, offset + e, *rest) for s, e, *rest in parts)
+            items.extend(replace(item, start=offset + start, end=offset + end) for start, end, item in placed)
             line.append_text(part)
         if palette is not None:
-            offset = width - palette_text.cell_len
+            offset = width - tail.cell_len
             line.append(" " * max(0, offset - line.cell_len))
-            line.append_text(palette_text)
-            items.extend(replace(i, start=offset + i.start, end=offset + i.end) for i in palette_items)
+            line.append_text(tail)
+            items.append(replace(palette, start=offset + 1, end=offset + tail.cell_len))
         return line, items
 
     def _drawn(self) -> tuple[Text, list[FooterItem]]:
