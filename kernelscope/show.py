@@ -5,11 +5,10 @@ Everything the UI shows is reachable from here with ``less`` and ``grep``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelscope.bundle.artifacts import RENDERED_STAGES, STORED_TEXT, stage_order
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
@@ -18,6 +17,9 @@ from kernelscope.bundle.origin import actions as origin_actions
 from kernelscope.bundle.origin import origin_line
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic, shape_for
 from kernelscope.units import base_name, fmt_bytes, plural
+
+if TYPE_CHECKING:  # the summary's lines are read by the UI too, which has no command line to parse
+    import argparse
 
 GRAPH_ARTIFACTS = ("output_code", *FX_KINDS)
 KERNEL_ARTIFACTS = STORED_TEXT  # show --artifact NAME -> the variant file it reads (bundle/artifacts.py)

@@ -12,6 +12,7 @@ from kernelscope.ui.app import KernelscopeApp, make_app
 from kernelscope.ui.panes.output import AFTER_FIRST_FRAME_BYTES
 from kernelscope.ui.screens.explorer import ExplorerScreen
 from kernelscope.ui.screens.keys import KeysScreen
+from kernelscope.ui.textual_private import FAST
 
 from .conftest import GPU_FIXTURES
 
@@ -102,3 +103,40 @@ def test_a_small_output_code_is_in_the_first_frame():
         assert FirstFrame.seen["placeholder"] is None and FirstFrame.seen["lines"] > 20
 
     explorer(GPU_FIXTURES / "add_relu", steps, WIDE, FirstFrame)
+
+
+def screen_text(screen) -> list[str]:
+    """The screen's cells as text lines, as its compositor has them now (what the last paint sent)."""
+    compositor = screen._compositor
+    return ["".join(text for strip in chop.values() for text, _, _ in (strip or ()))
+            for chop in compositor._render_chops(compositor.size.region, lambda y: True)]
+
+
+class Painted(KernelscopeApp):
+    """Records the text of every frame painted of the explorer."""
+
+    frames: list = []
+
+    def _display(self, screen, renderable) -> None:
+        super()._display(screen, renderable)
+        if renderable is not None and isinstance(screen, ExplorerScreen):
+            Painted.frames.append(screen_text(screen))
+
+
+@pytest.mark.skipif(not FAST.first_paint, reason=f"fast path off: {FAST.describe()}")
+@pytest.mark.parametrize("size", [WIDE, NARROW])
+def test_the_first_frame_painted_is_the_settled_one(size):
+    """The explorer's widgets fit themselves to their size (the kernel list's names, the cursor line in
+    view): the first frame painted already shows that, not full-width names a later frame replaces."""
+    Painted.frames = []
+
+    async def steps(pilot, app):
+        for _ in range(3):
+            await pilot.pause(0.05)
+        first, settled = Painted.frames[0], screen_text(app.screen)
+        table = app.screen.query_one("#kernels")
+        assert table._name_width is not None  # GPT-2's names are cut to fit, in the first frame too
+        assert any("moved" in line and "line" in line for line in first)
+        assert first == settled
+
+    explorer(GPU_FIXTURES / "gpt2", steps, size, Painted)

@@ -78,8 +78,12 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
             bundle.extra.pop("bench", None)
             bundle.notes.append(f"the bench record in {MANIFEST} is damaged ({problem}) and was left out; "
                                 "run `kernelscope bench` again")
+    try:
+        real_root = root.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise BundleError(f"{root}: cannot resolve the bundle folder ({_one_line(exc)})") from exc
     for relpath in referenced_paths(bundle):
-        path = inside(bundle.root, relpath)
+        path = inside(bundle.root, relpath, real_root=real_root)
         try:  # a FIFO, socket or device the manifest names would block or mislead every reader: refused here
             mode = path.stat().st_mode
         except (OSError, ValueError):
@@ -128,10 +132,11 @@ def referenced_paths(bundle: Bundle) -> list[str]:
     return paths
 
 
-def inside(root: str | os.PathLike, relpath: str) -> Path:
+def inside(root: str | os.PathLike, relpath: str, *, real_root: Path | None = None) -> Path:
     """``root/relpath``, refused with one line when it is absolute, climbs out with ``..``, or is (or
     passes through) a symlink that leads outside the bundle. Every reader of bundle files goes
-    through here, so a hostile bundle.json cannot make kernelscope show /etc/passwd."""
+    through here, so a hostile bundle.json cannot make kernelscope show /etc/passwd. ``real_root``:
+    ``root`` resolved, when the caller checks many paths of one bundle at once."""
     base = Path(root)
     rel = str(relpath)
     if not isinstance(relpath, str) or not rel or "\0" in rel or os.path.isabs(rel) or rel.startswith(("/", "\\")):
@@ -140,7 +145,7 @@ def inside(root: str | os.PathLike, relpath: str) -> Path:
         raise BundleError(f"{base}: bundle.json names {rel!r}, which climbs out of the bundle; refusing to read it")
     path = base / rel
     try:
-        real_root = base.resolve()
+        real_root = base.resolve() if real_root is None else real_root
         real = path.resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop
         raise BundleError(f"{base}: cannot resolve {rel!r} in the bundle ({_one_line(exc)})") from exc

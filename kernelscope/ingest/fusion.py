@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.ingest.output_code import parse_output_code
-from kernelscope.units import fmt_bytes
 
 FUSION_TAG = "[__fusion]"
 # "V1201 20:30:05.592000 6820 torch/_inductor/scheduler.py:4995] [0/0] [__fusion] message"
@@ -329,11 +328,3 @@ def fusion_summary(stderr_text: str, bundle: Any, staging: Path) -> dict[str, An
         (staging / "logs" / "fusion.txt").write_text(text, encoding="utf-8")
         bundle.files["fusion"] = "logs/fusion.txt"
     return out
-
-
-def story_line(pair: dict[str, Any]) -> str:
-    """The seed story, continued on the user's code: what this round trip still costs, and why."""
-    names = ", ".join(b["name"] for b in pair["buffers"])
-    each = pair["bytes"] / pair["transfers"] if pair.get("bytes") else None
-    return (f"you still pay {pair['transfers']} transfers of {fmt_bytes(each)} here ({names}: "
-            f"{pair['producer_name']} -> {pair['consumer_name']}), because {pair['reason']}")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.ingest.fusion import story_line
 from kernelscope.units import base_name, fmt_bytes, wrap_names
 
 
@@ -39,6 +38,14 @@ def grouped_pairs(pairs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int
         rows.append((members[0], len(members), None if None in sizes else sum(sizes)))
     rows.sort(key=lambda r: -(r[2] or 0))
     return rows
+
+
+def story_line(pair: dict[str, Any]) -> str:
+    """The seed story, continued on the user's code: what this round trip still costs, and why."""
+    names = ", ".join(b["name"] for b in pair["buffers"])
+    each = pair["bytes"] / pair["transfers"] if pair.get("bytes") else None
+    return (f"you still pay {pair['transfers']} transfers of {fmt_bytes(each)} here ({names}: "
+            f"{pair['producer_name']} -> {pair['consumer_name']}), because {pair['reason']}")
 
 
 def fusion_lines(bundle: Any, limit: int = 40, width: int = 100) -> list[str]:

@@ -18,6 +18,7 @@ from textual.reactive import reactive
 
 from kernelscope.ui import messages, textdoc
 from kernelscope.ui.gcpolicy import YOUNG
+from kernelscope.ui.textual_private.css_cache import keep_parsed_css, use_kept_stylesheet
 
 if TYPE_CHECKING:
     import argparse
@@ -67,6 +68,7 @@ class KernelscopeApp(App):
     def __init__(self, *, bundle: Bundle | None = None, request: CaptureRequest | None = None,
                  presentation: bool = False, theme: str | None = None, talk=None, run_job=None) -> None:
         super().__init__()
+        use_kept_stylesheet(self)  # the CSS an earlier start parsed is not parsed again
         self.start_bundle = bundle
         self.start_request = request
         self.start_run = run_job  # a kernelscope.ui.screens.run.RunJob: `kernelscope run` without --no-ui
@@ -137,6 +139,7 @@ class KernelscopeApp(App):
     def _allow_highlighting(self) -> None:
         from kernelscope.ui.widgets.code_view import CodeView
 
+        keep_parsed_css()  # what this start parsed anew, for the next one (once; a few ms)
         if getattr(self, "_gc_was_enabled", False):
             # What the first screen built (a bundle's index, its texts split into lines, the widgets) lives
             # as long as it does: frozen too, a full collection (every few keys while moving through a

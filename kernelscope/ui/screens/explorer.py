@@ -27,6 +27,7 @@ from kernelscope.ui.panes.kernels import KernelsPane
 from kernelscope.ui.screens.resume import first_resume_styled, same_size_again
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
+from kernelscope.ui.textual_private.first_paint import settle_first_paint
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter
@@ -60,6 +61,7 @@ class TitleLine(Static):
 class ExplorerScreen(Screen):
     """Every view of one bundle."""
 
+    AUTO_FOCUS = "KernelTable"
     ALLOW_IN_MAXIMIZED_VIEW = "SearchBar, KeyFooter"  # a zoomed pane keeps its search bar and keys
 
     _KERNEL = Binding.Group("Kernel", compact=True)  # "," "." share one label in the footer
@@ -102,6 +104,7 @@ class ExplorerScreen(Screen):
     def __init__(self, bundle: Bundle, *, previous: Bundle | None = None, request=None) -> None:
         super().__init__()
         use_sparse_compositor(self)  # a frame draws what changed, not the whole screen
+        settle_first_paint(self)  # the first frame painted is the one its widgets have fitted
         self.bundle = bundle
         self.previous = previous
         self.request = request  # the CaptureRequest that made this bundle, when captured live
@@ -128,9 +131,10 @@ class ExplorerScreen(Screen):
     # -- layout ----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield TitleLine(self.bundle, self.previous, id="summary")
-        yield Tabs(*[Tab(cls.tab_text(), id=f"tab-{cls.pane_id}") for cls in PANES], id="pane-tabs")
         # Layout classes go on before the panes exist: set later, each would restyle a whole subtree.
         self._set_layout_mode(self._wanted_layout())
+        if self.layout_mode != "wide":
+            yield self._new_pane_tabs()
         with Container(id="panes"):
             for pid in GRID_ORDER:
                 yield PANE_CLASSES[pid](classes=" ".join(self._pane_classes(pid)))
@@ -193,6 +197,8 @@ class ExplorerScreen(Screen):
         if mode == getattr(self, "layout_mode", None):
             return  # mount, resize and resume all land here; only a change of layout needs work
         self._set_layout_mode(mode)
+        if mode != "wide" and self._pane_tabs() is None:
+            self.mount(self._new_pane_tabs(), before="#panes")
         self._show_active()
         for footer in self.query(KeyFooter):
             footer.show_command_palette = mode == "wide"
@@ -200,6 +206,19 @@ class ExplorerScreen(Screen):
     def _pane_classes(self, pane_id: str) -> list[str]:
         pinned = "kernels" if self.active_pane == "source" else "source"
         return [c for c, on in (("-active", pane_id == self.active_pane), ("-pinned", pane_id == pinned)) if on]
+
+    def _new_pane_tabs(self) -> Tabs:
+        return Tabs(*[Tab(cls.tab_text(), id=f"tab-{cls.pane_id}") for cls in PANES], id="pane-tabs",
+                    active=f"tab-{self.active_pane}")
+
+    def _pane_tabs(self) -> Tabs | None:
+        """The pane tabs (only in the tabs and big layouts: wide shows every pane at once)."""
+        found = self.query("#pane-tabs")
+        return found.first(Tabs) if found else None
+
+    def _set_tab(self, pane_id: str) -> None:
+        if (tabs := self._pane_tabs()) is not None:
+            tabs.active = f"tab-{pane_id}"
 
     def _show_active(self) -> None:
         for cls in PANES:
@@ -210,7 +229,7 @@ class ExplorerScreen(Screen):
     def action_show_pane(self, pane_id: str) -> None:
         if self.maximized is not None:  # zoomed: the pane asked for is the one zoomed now
             self.maximize(self.pane(pane_id), container=False)
-        self.query_one("#pane-tabs", Tabs).active = f"tab-{pane_id}"
+        self._set_tab(pane_id)
         self._activate(pane_id, focus=True)
 
     def _activate(self, pane_id: str, *, focus: bool) -> None:
@@ -224,7 +243,7 @@ class ExplorerScreen(Screen):
     @on(Tabs.TabActivated, "#pane-tabs")
     def _pane_tab(self, event: Tabs.TabActivated) -> None:
         event.stop()
-        if event.tab.id != self.query_one("#pane-tabs", Tabs).active:
+        if event.tab.id != event.tabs.active:
             return  # a switch overtaken by a later key (7 then 1): acting on it would steal the focus back
         pane_id = event.tab.id.removeprefix("tab-")
         if pane_id != self.active_pane:
@@ -237,7 +256,7 @@ class ExplorerScreen(Screen):
                 pane_id = node.id.removeprefix("pane-")
                 if pane_id != self.active_pane and self.layout_mode == "wide":
                     self.active_pane = pane_id
-                    self.query_one("#pane-tabs", Tabs).active = f"tab-{pane_id}"
+                    self._set_tab(pane_id)
                 return
             node = node.parent
 

@@ -9,6 +9,8 @@ Checked against Textual 8.2.8 (``CHECKED_VERSIONS``). Moving through a 12-layer 
     data_table   FastTableRows: DataTable's _render_cell and row lines kept, cells replaced in place
     lru          clear_lru: Textual's LRUCache emptied without leaving its circular list as garbage
     strips       with_offsets, set_border_line: Strip.apply_offsets's metas kept; a border title's line
+    first_paint  settle_first_paint: a new screen's first layout is not painted until its widgets fit it
+    css_cache    KeptStylesheet: the app's parsed CSS kept on disk from one start to the next
 
 Each is feature-detected here (``FAST``): on only where the installed Textual is a checked version *and*
 has the exact signatures and attributes that path relies on. Anywhere else (another Textual, or
@@ -27,7 +29,7 @@ from pathlib import Path
 
 CHECKED_VERSIONS = ("8.2.8",)
 FAST_ENV = "KERNELSCOPE_TEXTUAL_FAST"  # "0" (or off/false/no): every fast path off
-PATHS = ("compositor", "styles", "scrollbars", "data_table", "lru", "strips")
+PATHS = ("compositor", "styles", "scrollbars", "data_table", "lru", "strips", "first_paint", "css_cache")
 
 
 @dataclass(frozen=True)
@@ -125,9 +127,11 @@ def _check_data_table() -> None:
                                                  "has_css_foreground_priority", "has_css_background_priority"])
     _same(DataTable, "_get_row_renderables", ["self", "row_index"])
     _same(DataTable, "render_line", ["self", "y"])
+    _same(DataTable, "_update_column_widths", ["self", "updated_cells"])
+    _same(DataTable, "_update_dimensions", ["self", "new_rows"])
     _has(DataTable(), "_row_locations", "_column_locations", "_cell_render_cache", "_row_render_cache",
          "_row_renderable_cache", "_line_cache", "_update_count", "_show_hover_cursor", "_data",
-         "_pseudo_class_state")
+         "_pseudo_class_state", "_updated_cells", "_require_update_dimensions", "_new_rows")
 
 
 def _check_lru() -> None:
@@ -150,8 +154,35 @@ def _check_strips() -> None:
         raise LookupError("Widget.border_subtitle is not stored in _border_subtitle")
 
 
+def _check_first_paint() -> None:
+    from textual.screen import Screen
+
+    _same(Screen, "_compositor_refresh", ["self"])
+    if "_compositor_refresh" not in Screen._refresh_layout.__code__.co_names:
+        raise LookupError("Screen._refresh_layout does not paint through Screen._compositor_refresh")
+    if "_dirty_widgets" not in Screen.__init__.__code__.co_names:
+        raise LookupError("Screen has no _dirty_widgets")
+
+
+def _check_css_cache() -> None:
+    from textual.app import App
+    from textual.css import model
+    from textual.css.stylesheet import Stylesheet
+
+    _same(Stylesheet, "_parse_rules", ["self", "css", "read_from", "is_default_rules", "tie_breaker", "scope"])
+    _same(Stylesheet, "reparse", ["self"])
+    _same(Stylesheet, "copy", ["self"])
+    _has(Stylesheet(), "_parse_cache", "_variables", "source", "_invalid_css", "_rules", "_rules_map", "_require_parse")
+    _has(model, "RuleSet", "_check_class", "_check_id", "_check_type", "_check_universal")
+    if "Stylesheet" not in Stylesheet.reparse.__code__.co_names:
+        raise LookupError("Stylesheet.reparse does not parse in a fresh Stylesheet")
+    if "stylesheet" not in App.__init__.__code__.co_names:
+        raise LookupError("App.__init__ makes no App.stylesheet")
+
+
 _CHECKS = {"compositor": _check_compositor, "styles": _check_styles, "scrollbars": _check_scrollbars,
-           "data_table": _check_data_table, "lru": _check_lru, "strips": _check_strips}
+           "data_table": _check_data_table, "lru": _check_lru, "strips": _check_strips,
+           "first_paint": _check_first_paint, "css_cache": _check_css_cache}
 
 
 def textual_version() -> str:

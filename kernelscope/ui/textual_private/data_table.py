@@ -30,6 +30,9 @@ class _StockTableRows:
         for row, value in cells.items():
             self.update_cell(row, column, value)  # type: ignore[attr-defined]
 
+    def settle_dimensions(self) -> None:
+        """Size the columns and rows now (DataTable does it when idle, after the next frame)."""
+
 
 class _FastTableRows(_StockTableRows):
     """Mix into a DataTable (before it) whose cursor is a row."""
@@ -43,6 +46,20 @@ class _FastTableRows(_StockTableRows):
     def notify_style_update(self) -> None:
         super().notify_style_update()  # type: ignore[misc]
         self._lines.clear()
+
+    def settle_dimensions(self) -> None:
+        """Size the columns and rows now, as DataTable does when idle (Textual 8.2.8 ``_on_idle``): cells
+        made to fit a new width change the table's virtual size, and the layout that follows them (the
+        explorer's first frame, see first_paint) sees it, not a layout and a frame of their own after it."""
+        if self._updated_cells:
+            updated = self._updated_cells.copy()
+            self._updated_cells.clear()
+            self._update_column_widths(updated)
+        if self._require_update_dimensions:
+            self._require_update_dimensions = False
+            new_rows = self._new_rows.copy()
+            self._new_rows.clear()
+            self._update_dimensions(new_rows)
 
     def clear(self, *args, **kwargs):
         self._lines.clear()

@@ -20,6 +20,7 @@ from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
 
 GRAPH_ROW = "graph:"
+MIN_NAME = 12  # the name column's narrowest width
 
 
 def kernel_moved(k: Kernel) -> int | None:
@@ -76,12 +77,12 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self._files_of_lines = 0  # how many files the kernels' user lines are in
 
     def on_mount(self) -> None:
-        self.add_column(" ", key="mark", width=1)
-        self.add_column("kernel", key="name")
-        self.add_column("kind", key="kind")
-        self.add_column("nodes", key="nodes")
-        self.add_column("moved", key="moved")
-        self.add_column("line", key="line")
+        # Labels as Text: a str label is read as markup, and rich's markup loads its emoji table (~3 ms of
+        # the first frame) for it.
+        self.add_column(Text(" "), key="mark", width=1)
+        for key, label in (("name", "kernel"), ("kind", "kind"), ("nodes", "nodes"), ("moved", "moved"),
+                           ("line", "line")):
+            self.add_column(Text(label), key=key)
 
     def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
         self.clear()
@@ -102,6 +103,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                 self._row_ids.append(k.id)
         self._name_width = None
         self._fit()
+        self.settle_dimensions()  # the first layout sizes the table by its rows, not a frame later
 
     # Long names lose their decoration (``triton_poi_fused_``: the kind column says it), then their middle
     # (``add_…_relu_0``), so that the numbers after them (nodes, bytes moved, user lines) and the end of
@@ -132,12 +134,15 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return total
 
     def _fit(self) -> None:
-        width = self.scrollable_content_region.width
-        if width <= 0 or not self._row_ids:
+        if not self._row_ids:
             return
+        width = self.scrollable_content_region.width
         longest = max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in self.kernels.values()]
                       + [len(self.columns[ColumnKey("name")].label.plain)])
-        room = max(width - self._other_widths() - 2, 12)
+        # Not laid out yet (loaded in on_mount): the narrowest names, so that the first layout gives the table
+        # the vertical scrollbar it needs and no horizontal one, which its real width (on Resize) would take
+        # away again in a layout and a frame of its own.
+        room = max(width - self._other_widths() - 2, MIN_NAME) if width > 0 else MIN_NAME
         wanted = None if longest <= room else room
         if wanted == self._name_width:
             return
@@ -153,6 +158,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
 
     def on_resize(self) -> None:
         self._fit()
+        self.settle_dimensions()  # the fitted width is in the next layout (the explorer's first frame)
 
     def _graph_of(self, k: Kernel) -> Graph | None:
         return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
