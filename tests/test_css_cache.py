@@ -91,6 +91,9 @@ def test_a_cache_file_that_would_run_code_is_ignored(tmp_path, monkeypatch):
     assert css_cache._read(path) is None
     path.write_bytes(b"\0" * (css_cache.MAX_BYTES + 1))
     assert css_cache._read(path) is None
+    path.unlink()
+    os.mkfifo(path)  # a FIFO in its place: refused at once, the start does not wait for a writer
+    assert css_cache._read(path) is None
 
 
 @pytest.mark.skipif(not FAST.css_cache, reason=f"fast path off: {FAST.describe()}")

@@ -25,12 +25,11 @@ import functools
 import io
 import os
 import pickle
-import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelscope.safefile import open_regular, write_atomic
 from kernelscope.ui.textual_private import FAST
 
 try:
@@ -118,11 +117,9 @@ def _valid_key(key: Any) -> bool:
 def _read(path: Path) -> dict[str, Any] | None:
     """The kept entries in ``path``, or None where it is absent, not ours, too big or not what we wrote."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # a FIFO put there would not block the start
             info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-                return None
-            if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            if info.st_size > MAX_BYTES or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
                 return None
             data = _RulesUnpickler(io.BytesIO(f.read(MAX_BYTES + 1))).load()
     except Exception:  # absent, unreadable, damaged, or made of what a parsed rule is not: parse as usual
@@ -145,12 +142,14 @@ def _load() -> None:
         _kept["variables"], _kept["entries"] = data["variables"], data["entries"]
 
 
-def _reads_back(rules: list) -> bool:
+def _pickled(value: Any) -> bytes | None:
+    """``value`` pickled, where the unpickler above reads it back (else None: a CSS feature not listed)."""
+    blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     try:
-        _RulesUnpickler(io.BytesIO(pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL))).load()
+        _RulesUnpickler(io.BytesIO(blob)).load()
     except Exception:
-        return False
-    return True
+        return None
+    return blob
 
 
 def keep_parsed_css() -> None:
@@ -161,22 +160,17 @@ def keep_parsed_css() -> None:
     entries = _kept["entries"]
     while len(entries) > MAX_ENTRIES:
         entries.pop(next(iter(entries)))
-    for key in [key for key in entries if not _reads_back(entries[key])]:
-        del entries[key]  # made of something the unpickler would refuse (a CSS feature not listed above)
-    path = cache_file()
     try:
-        blob = pickle.dumps({"variables": _kept["variables"], "entries": entries}, protocol=pickle.HIGHEST_PROTOCOL)
-        if len(blob) > MAX_BYTES:
+        blob = _pickled(kept := {"variables": _kept["variables"], "entries": entries})
+        if blob is None:  # one source made of something the unpickler refuses: kept without it
+            for key in [key for key in entries if _pickled(entries[key]) is None]:
+                del entries[key]
+            blob = _pickled(kept)
+        if blob is None or len(blob) > MAX_BYTES:
             return
+        path = cache_file()
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".textual-css-", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        write_atomic(path, blob, mode=0o600)
     except Exception:  # a read-only or full cache folder: the next start parses again, nothing else
         return
 
