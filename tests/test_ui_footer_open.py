@@ -140,3 +140,32 @@ def test_the_first_frame_painted_is_the_settled_one(size):
         assert first == settled
 
     explorer(GPU_FIXTURES / "gpt2", steps, size, Painted)
+
+
+@pytest.mark.skipif(not FAST.first_paint, reason=f"fast path off: {FAST.describe()}")
+def test_the_settled_frame_does_not_wait_for_the_frame_clock(monkeypatch):
+    """The explorer's settled frame is painted once its widgets have handled their Resize, not at the next
+    tick of Textual's update timer: with that timer ticking every 30 s, the first frame still comes at once
+    (and it is the settled one)."""
+    import textual.screen
+
+    monkeypatch.setattr(textual.screen, "UPDATE_PERIOD", 30.0)
+    Painted.frames = []
+
+    async def run():
+        app = make_app(str(GPU_FIXTURES / "gpt2"))
+        app.__class__ = Painted
+        async with app.run_test(size=WIDE):
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            while app.first_frame_ms is None and loop.time() - start < 10:
+                await asyncio.sleep(0.01)
+            assert app.first_frame_ms is not None, "the first frame waited for the update timer"
+            assert loop.time() - start < 10
+            assert Painted.frames and any("moved" in line and "line" in line for line in Painted.frames[0])
+            app.exit()  # at once: before the collector, paused until the first frame, is back on
+
+    asyncio.run(run())
+    import gc
+
+    assert gc.isenabled()  # the app that ended gave it back

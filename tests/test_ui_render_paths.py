@@ -336,3 +336,83 @@ def test_vertical_scrollbar_lines_drawn_by_segment_are_textuals():
         return compared
 
     assert asyncio.run(run()) == 60
+
+
+def _stock_component_styles(app, node, name: str):
+    """A component's styles as Textual's own _process_component_classes works them out now."""
+    from textual.dom import DOMNode
+
+    virtual_node = DOMNode(classes=name)
+    virtual_node._attach(node)
+    app.stylesheet.apply(virtual_node, animate=False)
+    return virtual_node.styles
+
+
+@needs("components")
+def test_component_styles_matched_on_first_use_are_textuals_and_follow_the_focus():
+    """Every widget of the explorer, every component class: the styles asked for (matched on first use) are
+    those Textual matches for all of them at each restyle; after the focus moves away from the kernel list,
+    its cursor's component style follows, and the list is redrawn."""
+    from kernelscope.ui.textual_private.components import LazyComponentStyles
+
+    async def run():
+        app = make_app(str(GPT2))
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            table = screen.query_one("#kernels")
+            assert isinstance(table._component_styles, LazyComponentStyles)
+            unasked = len(table._get_component_classes()) - len(dict(table._component_styles))
+            assert unasked > 0  # a header hover, a fixed column: not drawn, not matched
+            compared = 0
+            for node in screen.walk_children(with_self=True):
+                for name in sorted(node._get_component_classes()):
+                    assert name in node._component_styles
+                    assert node.get_component_styles(name).rich_style == \
+                        _stock_component_styles(app, node, name).rich_style, (node, name)
+                    compared += 1
+            assert compared > 40
+            focused = table.get_component_rich_style("datatable--cursor")
+            table.refresh_calls = 0
+            original = table.refresh
+
+            def counting_refresh(*args, **kwargs):
+                table.refresh_calls += 1
+                return original(*args, **kwargs)
+
+            table.refresh = counting_refresh
+            await pilot.press("3")  # the FX graph pane takes the focus
+            await pilot.pause(0.1)
+            assert not table.has_focus and table.refresh_calls > 0
+            blurred = table.get_component_rich_style("datatable--cursor")
+            assert blurred == _stock_component_styles(app, table, "datatable--cursor").rich_style
+            assert blurred != focused  # DataTable:focus draws its cursor otherwise
+
+    asyncio.run(run())
+
+
+def test_a_one_line_cell_renders_as_rich_pads_it():
+    """FastTableRows' short path for a Text of one line that fits: segment for segment what rich renders for
+    Padding(cell) one line high without wrapping; anything else is left to rich (None)."""
+    from rich.padding import Padding
+
+    from kernelscope.ui.textual_private.data_table import _one_line
+
+    console = Console(width=80)
+    spanned = Text("gelu_0", style="bold")
+    spanned.append(" ×2", style="dim")
+    cells = [Text("mm"), Text(""), Text("", end=""), Text("3.7MB", style="italic"), spanned, Text("▶", style="bold"),
+             Text("exactly10!"), Text("名前"), Text("x", end=""), Text.from_markup("[b]a[/b] b [i]c[/i]")]
+    checked = 0
+    for cell in cells:
+        for width, pad in ((12, 1), (10, 0), (14, 2), (6, 1)):
+            options = console.options.update_dimensions(width, 1).update(no_wrap=True)
+            got = _one_line(cell, console, options, width, pad)
+            if got is None:
+                assert cell.cell_len > width - 2 * pad
+                continue
+            assert got == list(console.render(Padding(cell, (0, pad)), options)), (cell, width, pad)
+            checked += 1
+    assert checked > 25
+    options = console.options.update_dimensions(10, 1).update(no_wrap=True)
+    for other in (Text("two\nlines"), Text("a\tb"), Text("right", justify="right"), "a str", Text("wide", end="|")):
+        assert _one_line(other, console, options, 10, 1) is None

@@ -11,14 +11,18 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import on
-from textual.app import App
-from textual.binding import Binding
-from textual.reactive import reactive
+from kernelscope.ui import kept_code
 
-from kernelscope.ui import messages, textdoc
-from kernelscope.ui.gcpolicy import YOUNG
-from kernelscope.ui.textual_private.css_cache import keep_parsed_css, use_kept_stylesheet
+kept_code.install()  # before Textual is imported: the dataclasses it makes as it loads are made from kept code
+
+from textual import on  # noqa: E402
+from textual.app import App  # noqa: E402
+from textual.binding import Binding  # noqa: E402
+from textual.reactive import reactive  # noqa: E402
+
+from kernelscope.ui import messages, textdoc  # noqa: E402
+from kernelscope.ui.gcpolicy import YOUNG  # noqa: E402
+from kernelscope.ui.textual_private.css_cache import keep_parsed_css, use_kept_stylesheet  # noqa: E402
 
 if TYPE_CHECKING:
     import argparse
@@ -140,7 +144,18 @@ class KernelscopeApp(App):
         from kernelscope.ui.widgets.code_view import CodeView
 
         keep_parsed_css()  # what this start parsed anew, for the next one (once; a few ms)
+        kept_code.release()  # and the code it compiled for dataclasses and named tuples
+        self._resume_gc()
+        textdoc.defer_lexers(False)
+        for screen in self.screen_stack:
+            for view in screen.query(CodeView):
+                view.rehighlight()
+        self.highlighting_ready = True
+
+    def _resume_gc(self) -> None:
+        """The collector back on after the first frame (or when the app ends before it: a test, a quick exit)."""
         if getattr(self, "_gc_was_enabled", False):
+            self._gc_was_enabled = False
             # What the first screen built (a bundle's index, its texts split into lines, the widgets) lives
             # as long as it does: frozen too, a full collection (every few keys while moving through a
             # model's kernels) no longer walks it, which took up to ~100 ms at a time on a 12-layer GPT-2.
@@ -152,11 +167,9 @@ class KernelscopeApp(App):
             _, middle, _ = gc.get_threshold()
             gc.set_threshold(YOUNG, middle, FULL_GC_EVERY)
             gc.enable()
-        textdoc.defer_lexers(False)
-        for screen in self.screen_stack:
-            for view in screen.query(CodeView):
-                view.rehighlight()
-        self.highlighting_ready = True
+
+    def on_unmount(self) -> None:
+        self._resume_gc()
 
     # -- flows -----------------------------------------------------------------------------------
     def show_bundle(self, bundle: Bundle, *, previous: Bundle | None = None,

@@ -11,6 +11,7 @@ Checked against Textual 8.2.8 (``CHECKED_VERSIONS``). Moving through a 12-layer 
     strips       with_offsets, set_border_line: Strip.apply_offsets's metas kept; a border title's line
     first_paint  settle_first_paint: a new screen's first layout is not painted until its widgets fit it
     css_cache    KeptStylesheet: the app's parsed CSS kept on disk from one start to the next
+    components   LazyComponentStyles: a widget's component-class styles matched when first asked for
 
 Each is feature-detected here (``FAST``): on only where the installed Textual is a checked version *and*
 has the exact signatures and attributes that path relies on. Anywhere else (another Textual, or
@@ -29,7 +30,8 @@ from pathlib import Path
 
 CHECKED_VERSIONS = ("8.2.8",)
 FAST_ENV = "KERNELSCOPE_TEXTUAL_FAST"  # "0" (or off/false/no): every fast path off
-PATHS = ("compositor", "styles", "scrollbars", "data_table", "lru", "strips", "first_paint", "css_cache")
+PATHS = ("compositor", "styles", "scrollbars", "data_table", "lru", "strips", "first_paint", "css_cache",
+         "components")
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,16 @@ def _check_first_paint() -> None:
         raise LookupError("Screen._refresh_layout does not paint through Screen._compositor_refresh")
     if "_dirty_widgets" not in Screen.__init__.__code__.co_names:
         raise LookupError("Screen has no _dirty_widgets")
+    from textual.message_pump import MessagePump
+    from textual.timer import Timer
+
+    _same(Screen, "_on_timer_update", ["self"])
+    _same(Timer, "resume", ["self"])
+    if not (isinstance(vars(Screen).get("_update_timer"), property)
+            and {"_update_timer", "resume"} <= set(Screen._on_idle.__code__.co_names)):
+        raise LookupError("Screen._on_idle does not resume Screen._update_timer")
+    if not isinstance(vars(MessagePump).get("message_queue_size"), property):
+        raise LookupError("MessagePump has no message_queue_size")
 
 
 def _check_css_cache() -> None:
@@ -180,9 +192,25 @@ def _check_css_cache() -> None:
         raise LookupError("App.__init__ makes no App.stylesheet")
 
 
+def _check_components() -> None:
+    from textual.css.stylesheet import Stylesheet
+    from textual.dom import DOMNode
+
+    _same(Stylesheet, "_process_component_classes", ["self", "node"])
+    _same(DOMNode, "get_component_styles", ["self", "names"])
+    if not {"DOMNode", "_attach", "apply", "_component_styles", "_get_component_classes", "refresh"} <= set(
+            Stylesheet._process_component_classes.__code__.co_names):
+        raise LookupError("Stylesheet._process_component_classes does not match virtual DOMNodes")
+    if "_component_styles" not in DOMNode.get_component_styles.__code__.co_names:
+        raise LookupError("DOMNode.get_component_styles does not read DOMNode._component_styles")
+    if not isinstance(DOMNode()._component_styles, dict):
+        raise LookupError("DOMNode._component_styles is not a dict")
+
+
 _CHECKS = {"compositor": _check_compositor, "styles": _check_styles, "scrollbars": _check_scrollbars,
            "data_table": _check_data_table, "lru": _check_lru, "strips": _check_strips,
-           "first_paint": _check_first_paint, "css_cache": _check_css_cache}
+           "first_paint": _check_first_paint, "css_cache": _check_css_cache,
+           "components": _check_components}
 
 
 def textual_version() -> str:

@@ -38,6 +38,10 @@ try:
 except ImportError:  # a Textual laid out otherwise: FAST.css_cache is off, the class below never made
     Stylesheet = object  # type: ignore[misc,assignment]
     _model = None  # type: ignore[assignment]
+if FAST.components:  # component styles matched when first asked for (textual_private.components)
+    from kernelscope.ui.textual_private.components import LazyComponentStylesheet as _Base
+else:
+    _Base = Stylesheet  # type: ignore[misc,assignment]
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -175,7 +179,7 @@ def keep_parsed_css() -> None:
         return
 
 
-class KeptStylesheet(Stylesheet):
+class KeptStylesheet(_Base):
     """A Stylesheet that takes a source's parsed rules from what an earlier start kept, where it can."""
 
     def _parse_rules(self, css: str, read_from: Any, is_default_rules: bool = False, tie_breaker: int = 0,
@@ -224,6 +228,11 @@ class KeptStylesheet(Stylesheet):
 
 
 def use_kept_stylesheet(app: App) -> None:
-    """Give the app a KeptStylesheet in place of Textual's (in its __init__, before any CSS is read)."""
-    if FAST.css_cache and type(app.stylesheet) is Stylesheet and not app.stylesheet.source:
+    """Give the app a KeptStylesheet in place of Textual's (in its __init__, before any CSS is read); with only
+    the components fast path on, a LazyComponentStylesheet."""
+    if not (type(app.stylesheet) is Stylesheet and not app.stylesheet.source):
+        return
+    if FAST.css_cache:
         app.stylesheet = KeptStylesheet(variables=app.stylesheet._variables)
+    elif FAST.components:
+        app.stylesheet = _Base(variables=app.stylesheet._variables)

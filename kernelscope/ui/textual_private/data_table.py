@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from itertools import islice
 
+from rich.cells import cell_len
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.strip import Strip
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -32,6 +34,32 @@ class _StockTableRows:
 
     def settle_dimensions(self) -> None:
         """Size the columns and rows now (DataTable does it when idle, after the next frame)."""
+
+
+_SEPARATOR = Text("\n")
+_NO_STYLE = Style.null()  # Padding's style ("none")
+
+
+def _one_line(cell, console, options, width: int, pad: int) -> list[Segment] | None:
+    """What ``console.render(Padding(cell, (0, pad)), options)`` gives for a Text of one line that fits the cell
+    (with ``options`` of that width, one line high, no wrapping), without the renderer's layers: Padding's
+    render_lines of the Text (wrap, which changes nothing for such a line; the lines joined, a style of the
+    whole line becoming a span; Text.render; the line padded to its width with a blank in Padding's
+    style), the padding either side in that style, its line end. None for any other cell: rendered as usual."""
+    if type(cell) is not Text or cell.end not in ("", "\n") or (cell.justify or options.justify or "default") != "default":
+        return None
+    inner = width - 2 * pad
+    text = cell.plain
+    if inner < 0 or "\n" in text or "\t" in text or cell_len(text) > inner:
+        return None
+    line = list(_SEPARATOR.join([cell]).render(console))
+    used = sum(segment.cell_length for segment in line)
+    if used < inner:
+        line.append(Segment(" " * (inner - used), _NO_STYLE))
+    if not pad:
+        return [*line, Segment.line()]
+    edge = Segment(" " * pad, _NO_STYLE)
+    return [edge, *line, edge, Segment.line()]
 
 
 class _FastTableRows(_StockTableRows):
@@ -121,7 +149,10 @@ class _FastTableRows(_StockTableRows):
         plain_key = (id(raw), width, self.cell_padding)
         plain = self._plain_cells.get(plain_key)
         if plain is None or plain[0] is not raw:
-            plain = (raw, list(console.render(Padding(cell, (0, self.cell_padding)), options)))
+            segments = _one_line(cell, console, options, width, self.cell_padding)
+            if segments is None:
+                segments = list(console.render(Padding(cell, (0, self.cell_padding)), options))
+            plain = (raw, segments)
             self._plain_cells[plain_key] = plain
         pre = console.get_style(base_style + Style.from_meta({"row": row_index, "column": column_index})
                                 + component_style)

@@ -38,6 +38,10 @@ def moved_cell(k: Kernel, graph: Graph | None) -> str:
     return short_bytes(moved)
 
 
+def _blank(n: int) -> list[Text]:
+    return [Text() for _ in range(n)]
+
+
 class KernelTable(StableScrollbars, FastTableRows, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
@@ -96,7 +100,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         for g in bundle.graphs:
             ks = [k for k in kernels_in_order if k.graph == g.id]
             if multi or not ks:
-                self.add_row("", self._graph_label(g, len(ks)), "", "", "", "", key=GRAPH_ROW + g.id)
+                self.add_row(*_blank(1), self._graph_label(g, len(ks)), *_blank(4), key=GRAPH_ROW + g.id)
                 self._row_ids.append(GRAPH_ROW + g.id)
             for k in ks:
                 self.add_row(*self._cells(k), key=k.id)
@@ -171,8 +175,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
         name = self._name_cell(k)
         nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
-        return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), nodes, moved_cell(k, self._graph_of(k)),
-                lines or "-"]
+        # Text, not str: DataTable reads a str cell as markup (rich's markup parser, and its emoji table).
+        return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), Text(nodes),
+                Text(moved_cell(k, self._graph_of(k))), Text(lines or "-")]
 
     def _mark(self, kid: str) -> Text:
         if kid == self.selected_id:
