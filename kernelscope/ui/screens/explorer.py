@@ -158,6 +158,13 @@ class ExplorerScreen(Screen):
         # table posts comes after the frame that drew the moved cursor, and the panes would redraw in a
         # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
+        # Lexing ahead and reclaiming wait for highlighting, after the first frame: their tickers start then.
+        after_first_frame = getattr(self.app, "after_first_frame", None)
+        after_first_frame(self._start_tickers) if after_first_frame is not None else self._start_tickers()
+
+    def _start_tickers(self) -> None:
+        if not self.is_attached:  # replaced before the first frame
+            return
         self._lexing = self.set_interval(LEX_AHEAD_EVERY, self._lex_ahead)
         self.set_interval(1.0, self.move_gc.idle_tick)
 
