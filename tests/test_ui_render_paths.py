@@ -202,8 +202,8 @@ def test_code_view_fast_path_is_used_for_plain_lines():
 @needs("styles", "scrollbars")
 def test_styled_lines_are_the_ones_textuals_style_pipeline_gives():
     """Every line of every scrolling widget of the explorer (code views with and without scrollbars, the
-    kernel table, scrollbars), through LineStyles' shortcuts and through Textual's StylesCache: the same
-    segments, the same length."""
+    kernel table, scrollbars) and of every pane (bordered, its rows between the borders kept as one line),
+    through LineStyles' shortcuts and through Textual's StylesCache: the same segments, the same length."""
     from textual._styles_cache import StylesCache
 
     from kernelscope.ui.textual_private.styles import LineStyles
@@ -218,7 +218,7 @@ def test_styled_lines_are_the_ones_textuals_style_pipeline_gives():
             widgets = [w for w in screen.walk_children() if isinstance(getattr(w, "_styles_cache", None), LineStyles)]
             widgets += [bar for w in list(widgets) for bar in (w._vertical_scrollbar, w._horizontal_scrollbar)
                         if bar is not None and bar.display]
-            assert {w.id for w in widgets} >= {"fx", "output", "kernel", "info", "kernels"}
+            assert {w.id for w in widgets} >= {"fx", "output", "kernel", "info", "kernels", "pane-fx", "pane-kernels"}
             for widget in widgets:
                 cache = widget._styles_cache
                 base_background, background = widget.background_colors

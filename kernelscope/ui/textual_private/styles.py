@@ -38,10 +38,12 @@ class LineStyles(StylesCache):
 
     After a scroll Textual sends every line of a widget through its style pipeline again (background,
     tint, opacity, side borders), though most lines are ones drawn a key ago one row up or down. A content
-    line of a widget with no top or bottom border, outline or padding comes out of that pipeline the same
-    at every row (Textual 8.2.8, StylesCache.render_line): its styled form is kept, keyed by the content
-    Strip (the same object from a widget's own line cache, else its segments) and every input of the
-    pipeline (sizes, colours, side borders, tint, opacity, hatch). ``clear_lines`` forgets them."""
+    line comes out of that pipeline the same at every row between the widget's top and bottom gutters
+    (border, padding) and outlines (Textual 8.2.8, StylesCache.render_line, its branch for content): its
+    styled form is kept, keyed by the content Strip (the same object from a widget's own line cache, else
+    its segments) and every input of the pipeline (sizes, colours, borders, tint, opacity, hatch). So a
+    bordered container (a pane, whose children cover all but its border) draws its side-border line once,
+    not once per row. The gutter and outline rows take Textual's path. ``clear_lines`` forgets them."""
 
     def __init__(self, by_identity: bool) -> None:
         super().__init__()
@@ -66,33 +68,37 @@ class LineStyles(StylesCache):
                       border_subtitle, opacity, ansi_theme, native_ansi) -> tuple:
         border, outline = styles.border, styles.outline
         simple = not (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0]
-                      or outline[2][0] or border_title is not None or border_subtitle is not None)
+                      or outline[2][0])
         hatch = styles.hatch if styles.has_rule("hatch") else None
         inputs = (size, content_size, padding, base_background, background, opacity, ansi_theme, native_ansi, border,
                   outline, styles.tint, styles.text_opacity, hatch)
+        # The rows whose line is the content's line through the pipeline (the rest: borders, padding, outlines).
+        gutter = styles.gutter
+        band = (max(gutter.top, 1 if outline[0][0] else 0),
+                min(size.height - gutter.bottom, size.height - 1 if outline[2][0] else size.height), gutter.top)
         # Nothing around or over the content (no padding, side border or outline, tint, opacity, hatch):
         # Textual's render_line (8.2.8) gives a content line as wide as the content area back as a Strip of
         # the same segments, declared as wide as the widget: the content line itself when those are equal.
-        passthrough = (simple and not (padding.left or padding.right or border[1][0] or border[3][0] or outline[1][0]
+        passthrough = (not (padding.left or padding.right or border[1][0] or border[3][0] or outline[1][0]
                                        or outline[3][0])
                        and not styles.tint.a and opacity == 1.0 and styles.text_opacity == 1.0
                        and (hatch is None or hatch == "none" or hatch[0] == " " or not hatch[1].a))
-        return simple, inputs, passthrough
+        return band, inputs, passthrough and simple
 
     def render_line(self, styles, y, size, content_size, padding, base_background, background, render_content_line,
                     border_title, border_subtitle, opacity, ansi_theme, native_ansi):
         frame = self._frame
         if frame is None or frame[3] is not styles or frame[4] != (size, content_size, padding):
-            keep, inputs, passthrough = self._frame_inputs(styles, size, content_size, padding, base_background,
+            band, inputs, passthrough = self._frame_inputs(styles, size, content_size, padding, base_background,
                                                            background, border_title, border_subtitle, opacity,
                                                            ansi_theme, native_ansi)
-            frame = self._frame = (keep, inputs, passthrough, styles, (size, content_size, padding))
-        keep, inputs, passthrough = frame[0], frame[1], frame[2]
-        if not keep or y >= content_size.height:
+            frame = self._frame = (band, inputs, passthrough, styles, (size, content_size, padding))
+        (first, last, top), inputs, passthrough = frame[0], frame[1], frame[2]
+        if not first <= y < last or y - top >= content_size.height:
             return super().render_line(styles, y, size, content_size, padding, base_background, background,
                                        render_content_line, border_title, border_subtitle, opacity, ansi_theme,
                                        native_ansi)
-        content = render_content_line(y)
+        content = render_content_line(y - top)
         passed = passthrough and content.cell_length <= content_size.width
         if passed and content.cell_length == content_size.width == size.width:
             return content
