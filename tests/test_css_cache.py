@@ -47,7 +47,7 @@ app.run(headless=True, size=(120, 36))
 
 
 def start(cache: Path) -> dict:
-    env = {**os.environ, "KERNELSCOPE_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "KERNELSCOPE_CACHE": str(cache), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", START, str(GPU_FIXTURES / "add_relu")], capture_output=True,
                           text=True, env=env, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]

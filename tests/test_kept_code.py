@@ -52,7 +52,7 @@ print(json.dumps(out))
 
 
 def start(cache: Path, **env: str) -> dict:
-    environ = {**os.environ, "KERNELSCOPE_CACHE": str(cache), "PYTHONPATH": str(REPO), **env}
+    environ = {**os.environ, "KERNELSCOPE_CACHE": str(cache), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), **env}
     proc = subprocess.run([sys.executable, "-c", START], capture_output=True, text=True, env=environ, cwd=str(cache.parent),
                           timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -82,7 +82,7 @@ from kernelscope.ui.textual_private.styles import styles_cache
 own = lambda cls: [c.__name__ for c in cls.__mro__ if c.__module__.startswith("kernelscope")]
 print(FAST.on == frozenset(), KeyFooter.__bases__ == (Widget,), own(KernelTable), own(CodeView), styles_cache(True))
 """
-    env = {**os.environ, FAST_ENV: "0", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, FAST_ENV: "0", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[0] == ("True True ['KernelTable', '_StockScrollbars', '_StockTableRows'] "
@@ -140,7 +140,7 @@ def test_the_screen_is_the_same_with_the_fast_paths_off(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
     fast = _record(KEYS)
     code = f"import json; from tests.test_textual_private import _record; print(json.dumps(_record({KEYS!r})))"
-    env = {**os.environ, FAST_ENV: "0", "PYTHONPATH": str(ROOT), "KERNELSCOPE_CACHE": str(tmp_path / "cache2")}
+    env = {**os.environ, FAST_ENV: "0", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "KERNELSCOPE_CACHE": str(tmp_path / "cache2")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
