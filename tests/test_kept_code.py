@@ -98,7 +98,8 @@ def test_a_file_not_as_we_wrote_it_is_ignored_and_replaced(tmp_path, content):
 
 
 @applies
-def test_pattern_code_the_engine_refuses_is_compiled_as_usual(tmp_path):
+@pytest.mark.parametrize("bad_op", [99999, "x"], ids=["bad-opcode", "not-an-int"])
+def test_pattern_code_the_engine_refuses_is_compiled_as_usual(tmp_path, bad_op):
     """A kept pattern whose code _sre does not accept (a file damaged in place, well formed): that pattern is
     compiled by re as usual and works; the file is written again with its right code."""
     cache = tmp_path / "cache"
@@ -109,7 +110,7 @@ def test_pattern_code_the_engine_refuses_is_compiled_as_usual(tmp_path):
     assert damaged
     for key in damaged:
         flags, code, groups, groupindex, indexgroup = entries[key]
-        entries[key] = (flags, [99999] * len(code), groups, groupindex, indexgroup)
+        entries[key] = (flags, [bad_op] * len(code), groups, groupindex, indexgroup)
     path.write_bytes(marshal.dumps((header, entries)))
     got = start(cache)
     assert {k: got[k] for k in SAME} == SAME and got["compiled"]

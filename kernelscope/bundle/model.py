@@ -176,6 +176,8 @@ class Graph:
 
 @dataclass
 class GraphBreak:
+    """A graph break Dynamo reported: why, and where in the user's source."""
+
     reason: str  # the one-line reason
     detail: str = ""  # the whole message torch printed
     file: str = ""
@@ -186,6 +188,8 @@ class GraphBreak:
 
 @dataclass
 class Recompile:
+    """A recompile of a frame: which compile, and the guard that failed."""
+
     compile_id: str
     reason: str
     file: str = ""
@@ -196,6 +200,8 @@ class Recompile:
 
 @dataclass
 class AutotuneChoice:
+    """One candidate an autotuned op was timed with."""
+
     name: str  # triton_mm_4, mm, bias_addmm ...
     time_ms: float | None
     percent: float | None
@@ -204,6 +210,8 @@ class AutotuneChoice:
 
 @dataclass
 class AutotuneResult:
+    """An autotuned op (its shape, strides, dtypes) and the candidates timed for it."""
+
     op: str  # "mm(32x512, 512x512)"
     strides: str = ""
     dtypes: str = ""

@@ -15,6 +15,8 @@ _STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n\s*(.*)')
 
 @dataclass
 class FxNode:
+    """A node of an FX graph as printed: its name, line, target and the user source it came from."""
+
     name: str
     line: int  # 1-based line in the graph text
     target: str  # the right-hand side, e.g. torch.ops.aten.add.Tensor(arg0_1, arg1_1)

@@ -169,7 +169,7 @@ def _valid(key, value) -> bool:
     if key[0] == "re":  # ("re", pattern, flags): (flags, code, groups, groupindex, indexgroup)
         return (len(key) == 3 and type(key[1]) in (str, bytes) and type(key[2]) is int
                 and type(value) is tuple and len(value) == 5 and type(value[0]) is int and type(value[2]) is int
-                and type(value[1]) is list and all(type(op) is int for op in value[1])
+                and type(value[1]) is list  # its items: _sre.compile checks the code it is given
                 and type(value[3]) is dict and all(type(n) is str and type(i) is int for n, i in value[3].items())
                 and type(value[4]) is tuple and all(n is None or type(n) is str for n in value[4]))
     return (len(key) == 2 and key[0] in ("exec", "eval") and isinstance(key[1], str)
