@@ -416,3 +416,28 @@ def test_a_one_line_cell_renders_as_rich_pads_it():
     options = console.options.update_dimensions(10, 1).update(no_wrap=True)
     for other in (Text("two\nlines"), Text("a\tb"), Text("right", justify="right"), "a str", Text("wide", end="|")):
         assert _one_line(other, console, options, 10, 1) is None
+
+
+def test_a_cell_measures_as_textual_measures_it():
+    """The kernel list sizes its columns with a short path for Text cells: the width textual.render.measure
+    gives, for every cell and label of GPT-2's list and for texts of several lines, wide or empty."""
+    from textual.render import measure
+
+    from kernelscope.ui.textual_private.data_table import _measure
+
+    console = Console(width=80)
+    texts = [Text(""), Text("a\nlonger line\nb"), Text("名前 ×2"), Text("x\r\nyy"), Text("tab\there"), Text(" pad  ")]
+
+    async def run():
+        app = make_app(str(GPT2))
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _explorer(app, pilot)
+            table = screen.query_one("#kernels")
+            cells = [c for key in table.columns for c in table.get_column(key)] + [c.label for c in table.columns.values()]
+            return cells
+
+    cells = asyncio.run(run()) + texts
+    assert len(cells) > 100
+    for cell in cells:
+        assert _measure(console, cell, 1) == measure(console, cell, 1), cell
+    assert _measure(console, "a str", 1) == measure(console, "a str", 1)

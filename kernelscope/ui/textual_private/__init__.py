@@ -131,6 +131,13 @@ def _check_data_table() -> None:
     _same(DataTable, "render_line", ["self", "y"])
     _same(DataTable, "_update_column_widths", ["self", "updated_cells"])
     _same(DataTable, "_update_dimensions", ["self", "new_rows"])
+    from textual import render
+    from textual.widgets import _data_table
+
+    if getattr(_data_table, "measure", None) is not render.measure or not {"measure"} <= set(
+            DataTable._update_column_widths.__code__.co_names) & set(DataTable._update_dimensions.__code__.co_names):
+        raise LookupError("DataTable does not size its columns with textual.render.measure")
+    _same(render, "measure", ["console", "renderable", "default", "container_width"])
     _has(DataTable(), "_row_locations", "_column_locations", "_cell_render_cache", "_row_render_cache",
          "_row_renderable_cache", "_line_cache", "_update_count", "_show_hover_cursor", "_data",
          "_pseudo_class_state", "_updated_cells", "_require_update_dimensions", "_new_rows")

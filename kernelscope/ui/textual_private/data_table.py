@@ -2,7 +2,8 @@
 
 Checked against Textual 8.2.8 (``DataTable._render_cell``, ``_get_styles_to_render_cell``,
 ``_get_row_renderables``, ``render_line`` and the private caches ``_cell_render_cache``,
-``_row_render_cache``, ``_row_renderable_cache``, ``_line_cache``, ``_update_count``); on only where
+``_row_render_cache``, ``_row_renderable_cache``, ``_line_cache``, ``_update_count``; ``_update_column_widths``
+and ``_update_dimensions``, which size columns with the module's ``measure``); on only where
 ``FAST.data_table`` (see ``kernelscope.ui.textual_private``): elsewhere ``FastTableRows`` is a mixin whose
 ``replace_cells`` is DataTable's ``update_cell`` and nothing else changes.
 """
@@ -16,8 +17,14 @@ from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.render import measure as _textual_measure
 from textual.strip import Strip
 from textual.widgets.data_table import ColumnKey, RowKey
+
+try:
+    from textual.widgets import _data_table as _table_module  # where DataTable looks measure up
+except ImportError:  # a Textual laid out otherwise: FAST.data_table is off
+    _table_module = None
 
 from kernelscope.ui.lru import Kept
 from kernelscope.ui.textual_private import FAST
@@ -34,6 +41,15 @@ class _StockTableRows:
 
     def settle_dimensions(self) -> None:
         """Size the columns and rows now (DataTable does it when idle, after the next frame)."""
+
+
+def _measure(console, renderable, default: int, *, container_width: int | None = None) -> int:
+    """textual.render.measure, with a Text's width worked out as its __rich_measure__ gives it (the widest
+    line), not through a ConsoleOptions made for each cell: ~200 cells measured for the first frame."""
+    if type(renderable) is Text and container_width is None:
+        lines = renderable.plain.splitlines()
+        return max(cell_len(line) for line in lines) if lines else 0
+    return _textual_measure(console, renderable, default, container_width=container_width)
 
 
 _SEPARATOR = Text("\n")
@@ -79,15 +95,19 @@ class _FastTableRows(_StockTableRows):
         """Size the columns and rows now, as DataTable does when idle (Textual 8.2.8 ``_on_idle``): cells
         made to fit a new width change the table's virtual size, and the layout that follows them (the
         explorer's first frame, see first_paint) sees it, not a layout and a frame of their own after it."""
-        if self._updated_cells:
-            updated = self._updated_cells.copy()
-            self._updated_cells.clear()
-            self._update_column_widths(updated)
-        if self._require_update_dimensions:
-            self._require_update_dimensions = False
-            new_rows = self._new_rows.copy()
-            self._new_rows.clear()
-            self._update_dimensions(new_rows)
+        _table_module.measure = _measure  # for these two calls (one task: nothing else runs meanwhile)
+        try:
+            if self._updated_cells:
+                updated = self._updated_cells.copy()
+                self._updated_cells.clear()
+                self._update_column_widths(updated)
+            if self._require_update_dimensions:
+                self._require_update_dimensions = False
+                new_rows = self._new_rows.copy()
+                self._new_rows.clear()
+                self._update_dimensions(new_rows)
+        finally:
+            _table_module.measure = _textual_measure
 
     def clear(self, *args, **kwargs):
         self._lines.clear()
