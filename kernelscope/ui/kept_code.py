@@ -180,7 +180,10 @@ def install() -> None:
     """Take generated code from what was kept, until ``release()`` (once per process)."""
     if _state["installed"] or not _applies():
         return
-    _state["entries"] = _read(cache_file())
+    try:
+        _state["entries"] = _read(cache_file())
+    except Exception:  # no cache folder to be found (no home): compiled as usual
+        _state["entries"] = {}
     for module, name, _ in _HOOKS:
         setattr(module, name, _SHADOWS[name])
     _compiler.compile = _re_compile

@@ -141,7 +141,10 @@ def _load() -> None:
     if _kept["read"]:
         return
     _kept["read"] = True
-    data = _read(cache_file())
+    try:
+        data = _read(cache_file())
+    except Exception:  # no cache folder to be found (no home): parsed as usual
+        data = None
     if data is not None:
         _kept["variables"], _kept["entries"] = data["variables"], data["entries"]
 
