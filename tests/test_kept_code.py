@@ -139,3 +139,17 @@ def test_the_ui_imports_textual_with_kept_code():
     text = (REPO / "kernelscope" / "ui" / "app.py").read_text()
     assert text.index("kept_code.install()") < text.index("from textual")
     assert "kept_code.release()" in text
+
+
+@applies
+def test_a_full_file_keeps_this_starts_code(tmp_path, monkeypatch):
+    """Past MAX_ENTRIES, what other starts kept drops out and what this start used is written."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    filler = {("exec", f"x{i} = {i}"): compile(f"x{i} = {i}", "<string>", "exec") for i in range(kept_code.MAX_ENTRIES - 1)}
+    (cache / kept_code.cache_file().name).write_bytes(marshal.dumps((kept_code._HEADER, filler)))
+    first = start(cache)  # the file is read; this start's new code takes it past MAX_ENTRIES
+    assert first["compiled"] and first["kept"] > kept_code.MAX_ENTRIES
+    header, entries = marshal.loads((cache / kept_code.cache_file().name).read_bytes())
+    assert not any(isinstance(key[1], str) and key[1].startswith("x") for key in entries) and len(entries) >= 8
+    assert not start(cache)["compiled"]

@@ -191,7 +191,7 @@ def install() -> None:
 
 
 def release() -> None:
-    """Give dataclasses and namedtuple their builtins back; keep what this start compiled anew for the next."""
+    """Give dataclasses, namedtuple and re their own back; keep what this start compiled anew for the next."""
     if not _state["installed"]:
         return
     for module, name, _ in _HOOKS:
@@ -202,13 +202,13 @@ def release() -> None:
     _state["installed"] = False
     if not _state["new"]:
         return
-    entries = _state["entries"]
-    if len(entries) > MAX_ENTRIES:  # sources of other starts drop out first
-        entries = {key: code for key, code in entries.items() if key in _state["used"]}
+    entries, used = _state["entries"], _state["used"]
     try:
-        blob = marshal.dumps((_HEADER, entries))
-        if len(blob) > MAX_BYTES:
-            return
+        blob = marshal.dumps((_HEADER, entries)) if len(entries) <= MAX_ENTRIES else b""
+        if not blob or len(blob) > MAX_BYTES:  # too many: what other starts kept drops out, this start's stays
+            blob = marshal.dumps((_HEADER, {key: code for key, code in entries.items() if key in used}))
+            if len(blob) > MAX_BYTES:
+                return
         from kernelscope.safefile import write_atomic
 
         path = cache_file()
