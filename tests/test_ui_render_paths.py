@@ -100,6 +100,48 @@ def test_sparse_compositor_sends_the_cells_textual_sends():
     assert len(frames) >= 16 and sum(frames) > 16 * 40, frames  # many frames, each of many lines, compared
 
 
+@needs("compositor")
+@pytest.mark.parametrize("size", [(160, 48), (80, 24)])
+def test_a_full_update_sends_the_cells_textual_sends(size):
+    """The explorer's full frames (its first, a zoomed pane, the layout after a resize): every cell of each
+    is the one Textual's own full update gives, and the containers behind their children were not drawn."""
+    from textual._compositor import LayoutUpdate
+
+    def cells(update):
+        return [[(ch, seg.style) for strip in line for seg in strip for ch in seg.text] for line in update.strips]
+
+    async def run():
+        app = make_app(str(GPT2))
+        compared = 0
+        async with app.run_test(size=size) as pilot:
+            screen = await _explorer(app, pilot)
+            compositor = screen._compositor
+            for key in ["", "z", "z", "down", "3"]:
+                if key:
+                    await pilot.press(key)
+                    await pilot.pause()
+                drawn = []
+                real = type(screen.query_one("#panes")).render_lines
+
+                def counting(self, crop, real=real, drawn=drawn):
+                    drawn.append(self)
+                    return real(self, crop)
+
+                type(screen.query_one("#panes")).render_lines = counting
+                try:
+                    ours = compositor.render_full_update()
+                finally:
+                    type(screen.query_one("#panes")).render_lines = real
+                theirs = Compositor.render_full_update(compositor)
+                assert isinstance(ours, LayoutUpdate) and ours.region == theirs.region
+                assert cells(ours) == cells(theirs), key
+                assert screen.query_one("#panes") not in drawn  # covered by the panes: not drawn
+                compared += 1
+        return compared
+
+    assert asyncio.run(run()) == 5
+
+
 def _slow(tokens, start: int, width: int, line_style: Style, dark: bool, console: Console) -> list:
     """What CodeView draws without the fast path: a Text of the tokens, rendered and cropped."""
     content = Text(style=line_style, no_wrap=True, end="")

@@ -84,6 +84,12 @@ def _check_compositor() -> None:
     _same(Compositor, "render_partial_update", ["self"])
     _same(Compositor, "_render_chops", ["self", "crop", "is_rendered_line"])
     _same(ChopsUpdate, "__init__", ["self", "chops", "spans", "chop_ends"])
+    from textual._compositor import LayoutUpdate
+
+    _same(Compositor, "render_full_update", ["self", "simplify"])
+    _same(LayoutUpdate, "__init__", ["self", "strips", "region"])
+    if "render_full_update" not in Compositor.render_update.__code__.co_names:
+        raise LookupError("Compositor.render_update does not draw a full update with render_full_update")
     compositor = Compositor()
     _has(compositor, "size")
     if not isinstance(compositor._dirty_regions, set):

@@ -1,7 +1,8 @@
 """SparseCompositor: a frame draws the widgets that were changed, not every widget on screen.
 
-Checked against Textual 8.2.8 (``textual._compositor``: ``Compositor.render_partial_update`` and
-``_render_chops``, redone here); on only where ``FAST.compositor`` (see ``kernelscope.ui.textual_private``).
+Checked against Textual 8.2.8 (``textual._compositor``: ``Compositor.render_partial_update``,
+``render_full_update`` and ``_render_chops``, redone here); on only where ``FAST.compositor`` (see
+``kernelscope.ui.textual_private``).
 
 Textual draws a partial update over the bounding box of every region marked for
 repaint: on the explorer, moving the selection repaints the FX graph (left), the output code (right),
@@ -10,7 +11,8 @@ pane borders, the footer ...) was asked for its lines and each of its lines cut 
 again, at each key. Only the cells inside the repainted regions are sent to the terminal, so a widget
 that touches none of them, or a line of it that holds none, or whose cells there are all covered by
 widgets in front (a container behind its children), cannot change what is shown: this compositor
-leaves them out. The cells sent are the same, chop for chop.
+leaves them out. The cells sent are the same, chop for chop. A full update (a new screen's first frame, a
+resize) is drawn the same way, over the whole screen.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from textual.strip import Strip
 from kernelscope.ui.textual_private import FAST
 
 try:
-    from textual._compositor import ChopsUpdate, Compositor
+    from textual._compositor import ChopsUpdate, Compositor, LayoutUpdate
 except ImportError:  # a Textual laid out otherwise: FAST.compositor is off, the class below never made
-    ChopsUpdate = Compositor = object  # type: ignore[misc,assignment]
+    ChopsUpdate = Compositor = LayoutUpdate = object  # type: ignore[misc,assignment]
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -55,6 +57,19 @@ class SparseCompositor(Compositor):
         chops = self._sparse_chops(crop, update_regions, by_line)
         chop_ends = [cut_set[1:] for cut_set in self.cuts]
         return ChopsUpdate(chops, spans, chop_ends)
+
+    def render_full_update(self, simplify: bool = False) -> LayoutUpdate:
+        """Textual's full update (8.2.8), drawn as a partial update of the whole screen is: the containers
+        behind their children (the screen, the pane grid) are not drawn, and a line that fills one chop is
+        not cut. The first frame of a screen is one (~25 ms of the explorer's start). Exported screenshots
+        (``simplify``) take Textual's own."""
+        if simplify:
+            return super().render_full_update(simplify=simplify)
+        screen_region = self.size.region
+        self._dirty_regions.clear()
+        whole = [(0, screen_region.width)]
+        chops = self._sparse_chops(screen_region, {screen_region}, dict.fromkeys(screen_region.line_range, whole))
+        return LayoutUpdate([chop.values() for chop in chops], screen_region)
 
     def _sparse_chops(self, crop: Region, regions: set[Region],
                       by_line: dict[int, list[tuple[int, int]]]) -> list[dict[int, Strip | None]]:
