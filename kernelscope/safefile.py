@@ -79,6 +79,26 @@ def read_regular(path: str | os.PathLike, limit: int, what: str = "file") -> byt
     return data
 
 
+def read_private(path: str | os.PathLike, limit: int) -> bytes | None:
+    """The bytes of a cache file kept for this user (a start's parsed CSS, its compiled code): None where it is
+    absent, unreadable, not a regular file (a FIFO does not block), not the user's own, or over ``limit``
+    bytes. What the bytes hold is the caller's to check."""
+    try:
+        with open_regular(path) as fh:
+            info = os.fstat(fh.fileno())
+            if info.st_size > limit or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+                return None
+            return fh.read(limit + 1)
+    except (OSError, ValueError):
+        return None
+
+
+def write_private(path: str | os.PathLike, data: bytes) -> None:
+    """Write a cache file for this user only (mode 0600), its folder made, through ``write_atomic``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data, mode=0o600)
+
+
 def _size(n: int) -> str:
     return f"{n >> 20} MB" if n >= 1 << 20 else f"{n >> 10} KB" if n >= 1 << 10 else f"{n} bytes"
 

@@ -38,6 +38,8 @@ import sys
 from pathlib import Path
 from types import CodeType
 
+from kernelscope.safefile import read_private, write_private
+
 ENV = "KERNELSCOPE_KEPT_CODE"  # "0" (or off/false/no): compile as usual
 MAX_BYTES = 2 << 20
 MAX_ENTRIES = 3000  # sources and patterns kept (an explorer start compiles ~280 and ~85; other screens add few)
@@ -145,15 +147,12 @@ def _re_compile(p, flags=0):
 
 def _read(path: Path) -> dict:
     """The kept code in ``path``: {} where it is absent, not the user's own, too big or not what we wrote."""
-    from kernelscope.safefile import open_regular
-
+    raw = read_private(path, MAX_BYTES)
+    if raw is None:
+        return {}
     try:
-        with open_regular(path) as f:  # a FIFO put there would not block the start
-            info = os.fstat(f.fileno())
-            if info.st_size > MAX_BYTES or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
-                return {}
-            data = marshal.loads(f.read(MAX_BYTES + 1))
-    except Exception:  # absent, unreadable or damaged: compile as usual
+        data = marshal.loads(raw)
+    except Exception:  # damaged: compile as usual
         return {}
     if not (isinstance(data, tuple) and len(data) == 2 and data[0] == _HEADER and isinstance(data[1], dict)):
         return {}
@@ -209,11 +208,7 @@ def release() -> None:
             blob = marshal.dumps((_HEADER, {key: code for key, code in entries.items() if key in used}))
             if len(blob) > MAX_BYTES:
                 return
-        from kernelscope.safefile import write_atomic
-
-        path = cache_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, blob, mode=0o600)
+        write_private(cache_file(), blob)
     except Exception:  # a read-only or full cache folder: the next start compiles again, nothing else
         return
     finally:

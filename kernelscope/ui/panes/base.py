@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.message import Message
 
 from kernelscope.ui.textual_private.strips import set_subtitle_line
-from kernelscope.ui.textual_private.styles import clear_lines, styles_cache
+from kernelscope.ui.textual_private.styles import clear_lines, use_line_styles
 from kernelscope.units import kernel_name_core, shorten_kernel_name
 
 if TYPE_CHECKING:
@@ -77,9 +77,7 @@ class Pane(Vertical):
         self.border_title = f"{self.pane_key} {self.pane_title}"
         self.border_subtitle_text = ""
         self._named_subtitle: tuple[str, str, list[str], tuple[str, ...]] | None = None
-        cache = styles_cache(by_identity=False)  # every row between its borders is one line: drawn once
-        if cache is not None:
-            self._styles_cache = cache
+        use_line_styles(self, by_identity=False)  # every row between its borders is one line: drawn once
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

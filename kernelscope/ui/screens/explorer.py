@@ -159,8 +159,7 @@ class ExplorerScreen(Screen):
         # second frame, one frame interval (~17 ms) later. The message stays, for when this misses.
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
         # Lexing ahead and reclaiming wait for highlighting, after the first frame: their tickers start then.
-        after_first_frame = getattr(self.app, "after_first_frame", None)
-        after_first_frame(self._start_tickers) if after_first_frame is not None else self._start_tickers()
+        self.app.after_first_frame(self._start_tickers)
 
     def _start_tickers(self) -> None:
         if not self.is_attached:  # replaced before the first frame

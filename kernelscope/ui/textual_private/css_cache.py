@@ -23,13 +23,12 @@ import builtins
 import enum
 import functools
 import io
-import os
 import pickle
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.safefile import open_regular, write_atomic
+from kernelscope.safefile import read_private, write_private
 from kernelscope.ui.textual_private import FAST
 
 try:
@@ -120,13 +119,12 @@ def _valid_key(key: Any) -> bool:
 
 def _read(path: Path) -> dict[str, Any] | None:
     """The kept entries in ``path``, or None where it is absent, not ours, too big or not what we wrote."""
+    raw = read_private(path, MAX_BYTES)
+    if raw is None:
+        return None
     try:
-        with open_regular(path) as f:  # a FIFO put there would not block the start
-            info = os.fstat(f.fileno())
-            if info.st_size > MAX_BYTES or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
-                return None
-            data = _RulesUnpickler(io.BytesIO(f.read(MAX_BYTES + 1))).load()
-    except Exception:  # absent, unreadable, damaged, or made of what a parsed rule is not: parse as usual
+        data = _RulesUnpickler(io.BytesIO(raw)).load()
+    except Exception:  # damaged, or made of what a parsed rule is not: parse as usual
         return None
     if not (isinstance(data, dict) and isinstance(data.get("variables"), tuple) and isinstance(data.get("entries"), dict)):
         return None
@@ -175,9 +173,7 @@ def keep_parsed_css() -> None:
             blob = _pickled(kept)
         if blob is None or len(blob) > MAX_BYTES:
             return
-        path = cache_file()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, blob, mode=0o600)
+        write_private(cache_file(), blob)
     except Exception:  # a read-only or full cache folder: the next start parses again, nothing else
         return
 

@@ -29,7 +29,7 @@ from textual.strip import Strip
 
 from kernelscope.ui.lru import Kept
 from kernelscope.ui.textual_private import FAST
-from kernelscope.ui.textual_private.styles import clear_lines, styles_cache
+from kernelscope.ui.textual_private.styles import clear_lines, use_line_styles
 
 BAR_STATES = 64  # drawn states kept per scrollbar: a few hundred short Strips at most
 
@@ -50,9 +50,7 @@ class CachedScrollBar(ScrollBar):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._drawn: Kept[tuple, list[Strip]] = Kept(BAR_STATES)
-        cache = styles_cache(by_identity=False)  # a bar's lines are new Strips at each draw
-        if cache is not None:
-            self._styles_cache = cache
+        use_line_styles(self, by_identity=False)  # a bar's lines are new Strips at each draw
         # A vertical bar's line is drawn from its one segment (track, thumb, or a thumb end's partial block):
         # (everything but the thumb's place, segment) -> that line as drawn, learnt from full draws.
         self._line_of: Kept[tuple, Strip] = Kept(BAR_STATES)
@@ -139,9 +137,7 @@ class _StableScrollbars:
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        cache = styles_cache(by_identity=True)  # the widget's render_line keeps its Strips
-        if cache is not None:
-            self._styles_cache = cache
+        use_line_styles(self, by_identity=True)  # the widget's render_line keeps its Strips
 
     def notify_style_update(self) -> None:
         super().notify_style_update()  # type: ignore[misc]

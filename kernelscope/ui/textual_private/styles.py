@@ -27,6 +27,14 @@ def styles_cache(by_identity: bool):
     return LineStyles(by_identity) if FAST.styles else None
 
 
+def use_line_styles(widget, *, by_identity: bool) -> None:
+    """Give ``widget`` a LineStyles (see ``styles_cache``) before it is drawn; where the fast path is off, it
+    keeps Textual's own."""
+    cache = styles_cache(by_identity)
+    if cache is not None:
+        widget._styles_cache = cache
+
+
 def clear_lines(cache) -> None:
     """Forget the styled lines a LineStyles kept (a style change); Textual's own cache needs nothing."""
     if isinstance(cache, LineStyles):
@@ -64,8 +72,8 @@ class LineStyles(StylesCache):
         finally:
             self._frame = None
 
-    def _frame_inputs(self, styles, size, content_size, padding, base_background, background, border_title,
-                      border_subtitle, opacity, ansi_theme, native_ansi) -> tuple:
+    def _frame_inputs(self, styles, size, content_size, padding, base_background, background, opacity, ansi_theme,
+                      native_ansi) -> tuple:
         border, outline = styles.border, styles.outline
         simple = not (padding.top or padding.bottom or border[0][0] or border[2][0] or outline[0][0]
                       or outline[2][0])
@@ -90,8 +98,7 @@ class LineStyles(StylesCache):
         frame = self._frame
         if frame is None or frame[3] is not styles or frame[4] != (size, content_size, padding):
             band, inputs, passthrough = self._frame_inputs(styles, size, content_size, padding, base_background,
-                                                           background, border_title, border_subtitle, opacity,
-                                                           ansi_theme, native_ansi)
+                                                           background, opacity, ansi_theme, native_ansi)
             frame = self._frame = (band, inputs, passthrough, styles, (size, content_size, padding))
         (first, last, top), inputs, passthrough = frame[0], frame[1], frame[2]
         if not first <= y < last or y - top >= content_size.height:

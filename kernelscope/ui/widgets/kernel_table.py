@@ -38,10 +38,6 @@ def moved_cell(k: Kernel, graph: Graph | None) -> str:
     return short_bytes(moved)
 
 
-def _blank(n: int) -> list[Text]:
-    return [Text() for _ in range(n)]
-
-
 class KernelTable(StableScrollbars, FastTableRows, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
@@ -100,7 +96,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         for g in bundle.graphs:
             ks = [k for k in kernels_in_order if k.graph == g.id]
             if multi or not ks:
-                self.add_row(*_blank(1), self._graph_label(g, len(ks)), *_blank(4), key=GRAPH_ROW + g.id)
+                self.add_row(Text(), self._graph_label(g, len(ks)), Text(), Text(), Text(), Text(), key=GRAPH_ROW + g.id)
                 self._row_ids.append(GRAPH_ROW + g.id)
             for k in ks:
                 self.add_row(*self._cells(k), key=k.id)
