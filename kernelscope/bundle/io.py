@@ -136,7 +136,7 @@ def _mode_inside(root: Path, relpath: str, real_root: Path, plain_dirs: set[tupl
     looked at once (lstat) from the root down, folders shared by many files once for all: a path with no
     symlink in it is the root's own (what resolving it would find, without resolving every component
     again for each file, ~65 files on the first frame); one with a symlink is resolved and checked whole."""
-    path = inside(root, relpath, real_root=real_root, resolve=False)
+    path = _named(root, relpath)
     parts = Path(relpath).parts
     for i in range(len(parts)):
         prefix = parts[:i + 1]
@@ -158,28 +158,30 @@ def _mode_inside(root: Path, relpath: str, real_root: Path, plain_dirs: set[tupl
     return None
 
 
-def inside(root: str | os.PathLike, relpath: str, *, real_root: Path | None = None, resolve: bool = True) -> Path:
-    """``root/relpath``, refused with one line when it is absolute, climbs out with ``..``, or is (or
-    passes through) a symlink that leads outside the bundle. Every reader of bundle files goes
-    through here, so a hostile bundle.json cannot make kernelscope show /etc/passwd. ``real_root``:
-    ``root`` resolved, when the caller checks many paths of one bundle at once; ``resolve=False``: the
-    checks of the name only (the caller checks the path's symlinks)."""
-    base = Path(root)
+def _named(base: Path, relpath: str) -> Path:
+    """``base/relpath``, refused with one line when the name is empty, absolute or climbs out with ``..``."""
     rel = str(relpath)
     if not isinstance(relpath, str) or not rel or "\0" in rel or os.path.isabs(rel) or rel.startswith(("/", "\\")):
         raise BundleError(f"{base}: bundle.json names {rel!r}, which is not a path inside the bundle; refusing to read it")
     if ".." in Path(rel).parts or ".." in rel.replace("\\", "/").split("/"):
         raise BundleError(f"{base}: bundle.json names {rel!r}, which climbs out of the bundle; refusing to read it")
-    path = base / rel
-    if not resolve:  # the caller checks the symlinks on the way itself (_mode_inside)
-        return path
+    return base / rel
+
+
+def inside(root: str | os.PathLike, relpath: str, *, real_root: Path | None = None) -> Path:
+    """``root/relpath``, refused with one line when it is absolute, climbs out with ``..``, or is (or
+    passes through) a symlink that leads outside the bundle. Every reader of bundle files goes
+    through here, so a hostile bundle.json cannot make kernelscope show /etc/passwd. ``real_root``:
+    ``root`` resolved, when the caller checks many paths of one bundle at once."""
+    base = Path(root)
+    path = _named(base, relpath)
     try:
         real_root = base.resolve() if real_root is None else real_root
         real = path.resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop
-        raise BundleError(f"{base}: cannot resolve {rel!r} in the bundle ({_one_line(exc)})") from exc
+        raise BundleError(f"{base}: cannot resolve {str(relpath)!r} in the bundle ({_one_line(exc)})") from exc
     if real != real_root and real_root not in real.parents:
-        raise BundleError(f"{base}: {rel!r} in the bundle is a symlink to {real}, outside the bundle; "
+        raise BundleError(f"{base}: {str(relpath)!r} in the bundle is a symlink to {real}, outside the bundle; "
                           "refusing to read it")
     return path
 
