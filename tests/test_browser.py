@@ -67,6 +67,7 @@ class Chromium:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.requests: list[str] = []
         self.body_classes = ""
+        self.downloads_seen: list[str] = []  # Browser.download* events, for the message when one never came
         self._id = 0
 
     async def __aenter__(self):
@@ -92,7 +93,7 @@ class Chromium:
         self.pending: dict[int, asyncio.Future] = {}
         self.readers = [asyncio.create_task(self._read(ws)) for ws in (self.browser, self.page)]
         await self.send(self.browser, "Browser.setDownloadBehavior", behavior="allow",
-                        downloadPath=str(self.downloads))
+                        downloadPath=str(self.downloads), eventsEnabled=True)
         # Every target the page opens (the screenshot's download tab too) is watched for requests.
         await self.send(self.browser, "Target.setDiscoverTargets", discover=True)
         await self.send(self.page, "Network.enable")
@@ -114,6 +115,10 @@ class Chromium:
                 self.pending.pop(data["id"]).set_result(data)
             elif data.get("method") == "Network.requestWillBeSent":
                 self.requests.append(data["params"]["request"]["url"])
+            elif data.get("method") in ("Browser.downloadWillBegin", "Browser.downloadProgress"):
+                state = data["params"].get("state") or data["params"].get("suggestedFilename")
+                if not self.downloads_seen or self.downloads_seen[-1] != state:
+                    self.downloads_seen.append(state)
             elif data.get("method") in ("Target.targetCreated", "Target.targetInfoChanged"):
                 url = data["params"]["targetInfo"].get("url", "")
                 if url.startswith("http"):
@@ -164,11 +169,13 @@ class Chromium:
                 await asyncio.sleep(0.2)
                 return new[0].read_text(encoding="utf-8")
             await asyncio.sleep(0.1)
-        raise AssertionError("no screenshot arrived in the browser's downloads")
+        raise AssertionError(f"no screenshot arrived in the browser's downloads (download events: {self.downloads_seen}; "
+                             f"files: {sorted(p.name for p in self.downloads.iterdir())})")
 
 
 def test_served_page_is_all_local_takes_keys_without_a_click_and_escape_never_ends_it(tmp_path):
-    serve, url = start_serve(str(GPU_FIXTURES / "add_relu"), "--big")
+    log = tmp_path / "serve.log"
+    serve, url = start_serve(str(GPU_FIXTURES / "add_relu"), "--big", "--log", str(log))
     t0 = time.time()
 
     async def run():
@@ -199,6 +206,11 @@ def test_served_page_is_all_local_takes_keys_without_a_click_and_escape_never_en
 
     try:
         asyncio.run(run())
+    except AssertionError as e:  # what the server saw (a download that stalled, a reader that stopped)
+        text = log.read_text(errors="replace") if log.exists() else ""
+        said = [line[:300] for line in text.splitlines() if " WARNING " in line
+                or " ERROR " in line or line.startswith(("Traceback", "textual_serve", "ValueError"))]
+        raise AssertionError(f"{e}\nserve.log: {said[-12:]}") from None
     finally:
         serve.terminate()
         serve.wait(10)

@@ -96,6 +96,15 @@ class KernelscopeApp(App):
         self._after_first_frame: list = []
         self.highlighting_ready = False  # set once lexers may run (a frame after the first)
 
+    def get_driver_class(self):
+        """Textual's choice, with the WebDriver (``kernelscope serve``) writing each packet whole."""
+        driver_class = super().get_driver_class()
+        if driver_class.__module__ != "textual.drivers.web_driver":
+            return driver_class  # a terminal: nothing more is imported
+        from kernelscope.ui.web_driver import whole_packets
+
+        return whole_packets(driver_class)
+
     def on_mount(self) -> None:
         # Start-up allocates many long-lived objects (imports, a 100k-line text split into lines):
         # the cyclic GC would walk them again and again for nothing. Freeze what exists, pause the
