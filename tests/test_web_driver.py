@@ -1,12 +1,16 @@
 """Served in a browser, the app's stdout is a stream of framed packets to textual-serve. A frame written while a
 screenshot's download chunk is on its way must not land inside the chunk: textual-serve's reader would
-stop and the page freeze (the download cancelled, no key answered again)."""
+stop and the page freeze (the download cancelled, no key answered again). And where textual-serve is gone
+without a "quit" (killed), the app ends instead of living on unseen."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 
+import pytest
 import textual.constants
 from textual.drivers.web_driver import WebDriver
 
@@ -79,3 +83,34 @@ def test_the_served_app_runs_the_whole_packet_driver_and_a_terminal_keeps_its_ow
     monkeypatch.setattr(textual.constants, "DRIVER", None)
     assert KernelscopeApp().driver_class.__module__.startswith("textual.drivers.")
     assert KernelscopeApp().driver_class is not WholePacketWebDriver
+
+
+def test_the_served_app_ends_when_textual_serve_is_gone_without_a_quit():
+    """textual-serve killed (or crashed): the app's stdin ends with no "quit" packet. The app must not live on
+    unseen (with its capture children and their memory)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KERNELSCOPE_SERVE": "1", "COLUMNS": "80", "ROWS": "24",
+           "TEXTUAL_DRIVER": "textual.drivers.web_driver:WebDriver", "TEXTUAL_COLOR_SYSTEM": "truecolor"}
+    app = subprocess.Popen([sys.executable, "-m", "kernelscope"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, cwd=str(REPO), env=env)
+    seen = bytearray()
+    drawn = threading.Event()
+
+    def read() -> None:  # as textual-serve does, so the app never blocks on a full pipe
+        while chunk := app.stdout.read1(65536):
+            seen.extend(chunk)
+            if b"Pick" in seen:  # the gallery's first frame
+                drawn.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert drawn.wait(60), "the served gallery drew no frame"
+        app.stdin.close()  # the server is gone
+        try:
+            app.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the served app lived on 30 s after its server was gone")
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait()

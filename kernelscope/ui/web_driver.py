@@ -6,14 +6,20 @@ its input thread, each with one ``os.write`` of the whole packet. On a pipe a wr
 (4 KiB) is not atomic: a frame written while a 64 KiB chunk is on its way lands inside it. textual-serve's
 decoder then fails, its reader stops, and the page freezes: the download is cancelled after 4 s and no key
 is answered again (seen about one screenshot in ten on a 2-core machine). Here the three public write
-methods take one lock, so packets reach the pipe one after the other. Checked against Textual 8.2.8 with
-textual-serve 1.1.3.
+methods take one lock, so packets reach the pipe one after the other.
+
+textual-serve ends a session by sending "quit". Where it is gone without one (killed, crashed), the app's
+stdin ends and WebDriver's input thread returns, but nothing tells the app: it lived on, unseen, with its
+capture or bench children and their GPU memory. Here the end of stdin ends the app.
+
+Checked against Textual 8.2.8 with textual-serve 1.1.3.
 """
 
 from __future__ import annotations
 
 import threading
 
+from textual import messages
 from textual.drivers.web_driver import WebDriver
 
 
@@ -35,6 +41,14 @@ class WholePacketWebDriver(WebDriver):
     def write_binary_encoded(self, data: tuple[str | bytes, ...]) -> None:
         with self._packet_lock:
             super().write_binary_encoded(data)
+
+    def run_input_thread(self) -> None:
+        super().run_input_thread()
+        if not self.exit_event.is_set():  # stdin ended, not the app: textual-serve is gone
+            try:
+                self.send_message(messages.ExitApp())
+            except RuntimeError:  # the app's loop closed meanwhile: it is ending anyway
+                pass
 
 
 def whole_packets(driver_class: type) -> type:
