@@ -15,7 +15,7 @@ import textual.constants
 from textual.drivers.web_driver import WebDriver
 
 from kernelscope.ui.app import KernelscopeApp
-from kernelscope.ui.web_driver import WholePacketWebDriver
+from kernelscope.ui.web_driver import ServedWebDriver
 
 from .conftest import REPO
 
@@ -28,8 +28,8 @@ CHUNK = "é" * 40000  # 80 kB of UTF-8, more than a pipe takes in one atomic wri
 WRITER = f"""
 import asyncio, sys, threading
 from textual.drivers.web_driver import WebDriver
-from kernelscope.ui.web_driver import WholePacketWebDriver
-cls = WholePacketWebDriver if sys.argv[1] == "ours" else WebDriver
+from kernelscope.ui.web_driver import ServedWebDriver
+cls = ServedWebDriver if sys.argv[1] == "ours" else WebDriver
 async def make():
     return cls(object(), size=(80, 24))
 driver = asyncio.run(make())
@@ -78,11 +78,11 @@ def test_frames_and_download_chunks_from_two_threads_reach_the_pipe_whole():
 
 def test_the_served_app_runs_the_whole_packet_driver_and_a_terminal_keeps_its_own(monkeypatch):
     monkeypatch.setattr(textual.constants, "DRIVER", "textual.drivers.web_driver:WebDriver")
-    assert KernelscopeApp().driver_class is WholePacketWebDriver
-    assert issubclass(WholePacketWebDriver, WebDriver)
+    assert KernelscopeApp().driver_class is ServedWebDriver
+    assert issubclass(ServedWebDriver, WebDriver)
     monkeypatch.setattr(textual.constants, "DRIVER", None)
     assert KernelscopeApp().driver_class.__module__.startswith("textual.drivers.")
-    assert KernelscopeApp().driver_class is not WholePacketWebDriver
+    assert KernelscopeApp().driver_class is not ServedWebDriver
 
 
 def test_the_served_app_ends_when_textual_serve_is_gone_without_a_quit():

@@ -97,13 +97,13 @@ class KernelscopeApp(App):
         self.highlighting_ready = False  # set once lexers may run (a frame after the first)
 
     def get_driver_class(self):
-        """Textual's choice, with the WebDriver (``kernelscope serve``) writing each packet whole."""
+        """Textual's choice, with ours in place of the WebDriver (``kernelscope serve``; see ui/web_driver.py)."""
         driver_class = super().get_driver_class()
         if driver_class.__module__ != "textual.drivers.web_driver":
             return driver_class  # a terminal: nothing more is imported
-        from kernelscope.ui.web_driver import whole_packets
+        from kernelscope.ui.web_driver import served_driver
 
-        return whole_packets(driver_class)
+        return served_driver(driver_class)
 
     def on_mount(self) -> None:
         # Start-up allocates many long-lived objects (imports, a 100k-line text split into lines):

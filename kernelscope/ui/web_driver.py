@@ -1,4 +1,4 @@
-"""Served in a browser: Textual's WebDriver, with each packet written whole.
+"""Served in a browser: Textual's WebDriver, with each packet written whole and an end when the server is gone.
 
 textual-serve reads the app's stdout as framed packets (a type byte, a 4-byte length, the payload). Textual's
 WebDriver writes frames from the app's thread and a delivered file's chunks (a screenshot's download) from
@@ -23,8 +23,9 @@ from textual import messages
 from textual.drivers.web_driver import WebDriver
 
 
-class WholePacketWebDriver(WebDriver):
-    """A WebDriver whose packets never interleave on the pipe to textual-serve."""
+class ServedWebDriver(WebDriver):
+    """A WebDriver whose packets never interleave on the pipe to textual-serve, and which ends the app when
+    textual-serve is gone."""
 
     def __init__(self, *args, **kwargs) -> None:
         self._packet_lock = threading.Lock()  # before the base class, which may write
@@ -51,7 +52,7 @@ class WholePacketWebDriver(WebDriver):
                 pass
 
 
-def whole_packets(driver_class: type) -> type:
+def served_driver(driver_class: type) -> type:
     """The driver class to run: ours in place of Textual's WebDriver (a subclass of it is left alone:
     somebody chose it)."""
-    return WholePacketWebDriver if driver_class is WebDriver else driver_class
+    return ServedWebDriver if driver_class is WebDriver else driver_class
