@@ -95,8 +95,14 @@ def test_partitioned_output_code_still_lists_its_launches():
 def test_manifest_is_plain_json_a_person_can_diff(ref_bundles):
     text = (ref_bundles["add_relu"] / "bundle.json").read_text()
     data = json.loads(text)
-    assert data["schema"] == "kernelscope.bundle" and data["version"] == 1
-    assert text.count("\n") > 50  # indented, one field a line
+    assert data["schema"] == "kernelscope.bundle" and data["version"] == 2
+    assert text.count("\n") > 12  # a field a line, a kernel a line
+    [kernel] = data["kernels"]
+    assert kernel["name"] == "triton_poi_fused_add_relu_0" and kernel["fx_nodes"] == 2  # the index: a count
+    assert "buffers" not in kernel  # the detail lives in the graph's own file
+    [graph] = data["graphs"]
+    detail = json.loads((ref_bundles["add_relu"] / graph["detail"]).read_text())
+    assert [b["name"] for b in detail["kernels"][kernel["id"]]["buffers"]] == ["arg0_1", "arg1_1", "buf0"]
 
 
 def test_the_picked_config_marks_its_variant_and_gives_the_grid(tmp_path):

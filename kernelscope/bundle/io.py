@@ -66,9 +66,14 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
             f"{root}: bundle format version {version} is newer than this kernelscope reads "
             f"({SCHEMA_VERSION}); upgrade kernelscope"
         )
-    _strip_controls(data)
+    strip_controls(data)
     try:
-        bundle = from_dict(data)
+        if version >= 2:
+            from kernelscope.bundle.shards import from_index
+
+            bundle = from_index(data, str(root))
+        else:
+            bundle = from_dict(data)
     except BundleError as exc:
         raise BundleError(f"{manifest}: {exc}; the manifest is damaged, capture again") from exc
     bundle.root = str(root)
@@ -78,25 +83,32 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
             bundle.extra.pop("bench", None)
             bundle.notes.append(f"the bench record in {MANIFEST} is damaged ({problem}) and was left out; "
                                 "run `kernelscope bench` again")
+    check_paths(bundle, referenced_paths(bundle))
+    return bundle
+
+
+def check_paths(bundle: Bundle, relpaths: list[str]) -> None:
+    """BundleError unless each of these paths of the bundle stays inside it and is a regular file or a
+    folder where it exists (checked when the manifest, or a graph's detail file, is read)."""
+    root = Path(bundle.root)
     try:
         real_root = root.resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop
         raise BundleError(f"{root}: cannot resolve the bundle folder ({_one_line(exc)})") from exc
     plain_dirs: set[tuple[str, ...]] = set()  # folders under the root already seen to be no symlink
-    for relpath in referenced_paths(bundle):
+    for relpath in relpaths:
         mode = _mode_inside(root, relpath, real_root, plain_dirs)
         if mode is None:
             continue  # absent: the readers say so where it is needed
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
             raise BundleError(f"{root}: {relpath!r} in the bundle is not a regular file (a FIFO, socket or "
                               "device); refusing to read the bundle")
-    return bundle
 
 
 MAX_MANIFEST_BYTES = 256 << 20
 
 
-def _strip_controls(data: Any) -> None:
+def strip_controls(data: Any) -> None:
     """Remove escape sequences and control characters from every string value of a manifest, in place:
     a kernel name or a break reason is printed to terminals, error lines and reports."""
     stack = [data]
@@ -116,18 +128,22 @@ def _one_line(exc: BaseException) -> str:
 
 
 def referenced_paths(bundle: Bundle) -> list[str]:
-    """Every bundle-relative path the manifest names (texts, logs, Triton stages, the source copy)."""
+    """Every bundle-relative path the manifest names (texts, logs, Triton stages, the source copy, the
+    graphs' detail files); the Triton stages of a detail file not read yet are checked when it is."""
     paths: list[str] = []
     if bundle.source.get("path"):
         paths.append(bundle.source["path"])
     paths += [p for p in bundle.files.values() if p]
     for g in bundle.graphs:
         paths += [p for p in g.files.values() if p]
+        if (detail := g.__dict__.get("_detail_path")):
+            paths.append(detail)
     for k in bundle.kernels:
         if k.source:
             paths.append(k.source)
-        for v in k.triton:
-            paths += [p for p in v.files.values() if p]
+        if k.detail_loaded:
+            for v in k.triton:
+                paths += [p for p in v.files.values() if p]
     return paths
 
 
@@ -246,15 +262,19 @@ def bundle_path(bundle: Bundle, relpath: str) -> Path:
 
 
 def manifest_text(bundle: Bundle) -> str:
+    """The whole bundle as one JSON text (format 1's shape: every detail inline), for ``show --json``."""
     return json.dumps(to_dict(bundle), indent=1, sort_keys=False) + "\n"
 
 
 def save_manifest(bundle: Bundle, folder: str | os.PathLike) -> None:
-    """Write bundle.json into ``folder`` (which already holds the bundle's files)."""
+    """Write bundle.json (the index) and each graph's detail file into ``folder`` (which already holds
+    the bundle's files); detail files of ``folder``'s own bundle that were never read stay as they are."""
+    from kernelscope.bundle.shards import write
+
     target = Path(folder) / MANIFEST
     tmp = target.with_suffix(".json.tmp")
     try:
-        tmp.write_text(manifest_text(bundle), encoding="utf-8")
+        tmp.write_text(write(bundle, folder), encoding="utf-8")
         os.replace(tmp, target)
     except OSError as exc:  # a full disk or a read-only folder: one line, and no bundle.json.tmp left
         try:

@@ -1,8 +1,11 @@
 """The capture bundle's data model: plain dataclasses that round-trip through JSON.
 
-A bundle is a folder. ``bundle.json`` holds everything below; large texts (output code, FX graphs,
-kernel sources, Triton stage files) live in files beside it and are referenced by relative path.
-Nothing here imports torch, triton or textual.
+A bundle is a folder. ``bundle.json`` is its index: every graph and kernel with what a list of them
+shows (names, kinds, launch counts, bytes, lines); each graph's detail (FX nodes, buffers, launches,
+frames, Triton variants, guards, symbols, calls) lives in ``graphs/<id>/detail.json``, read when first
+asked for (format version 2; version 1 kept everything in bundle.json and still reads). Large texts
+(output code, FX graphs, kernel sources, Triton stage files) live in files beside it and are
+referenced by relative path. Nothing here imports torch, triton or textual.
 """
 
 from __future__ import annotations
@@ -24,7 +27,41 @@ class NotInBundle(BundleError, KeyError):
 
 
 SCHEMA_NAME = "kernelscope.bundle"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the manifest an index, each graph's detail a file of its own (see bundle/io.py)
+
+# The fields a kernel's and a graph's detail file holds (format 2); read when first asked for.
+KERNEL_DETAIL = ("fx_nodes", "fx_nodes_pre", "aten_ops", "library_lines", "frames", "launch_info", "buffers",
+                 "triton")
+GRAPH_DETAIL = ("symbols", "calls", "guards")
+
+
+class _Lazy:
+    """A model object whose detail fields may still be on disk: the first read of one of them asks the
+    loader the reader left in ``_detail`` (bundle/io.py), which fills every object of that graph at once."""
+
+    _DETAIL: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:  # only called for attributes not set (detail fields not read yet)
+        if name in self._DETAIL:
+            loader = self.__dict__.get("_detail")
+            if loader is not None:
+                loader()
+                if name in self.__dict__:
+                    return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r}")
+
+    @property
+    def detail_loaded(self) -> bool:
+        """False while this object's detail is still in its graph's detail file (format 2, not read yet)."""
+        return self.__dict__.get("_detail") is None
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled (bench children, caches) with its detail read
+        if not self.detail_loaded:
+            self.__dict__["_detail"]()
+        return {k: v for k, v in self.__dict__.items() if k != "_detail"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
 # Kernel kinds, named as a user reads them (and as Inductor's kernel-name prefixes say).
 KIND_POINTWISE = "pointwise"
@@ -97,8 +134,10 @@ class TritonVariant:
 
 
 @dataclass
-class Kernel:
+class Kernel(_Lazy):
     """One kernel (or extern call) of one Inductor graph, in launch order."""
+
+    _DETAIL = KERNEL_DETAIL
 
     id: str  # "<graph id>/<name>", or "<graph id>/<name>@<launch>" for extern calls
     graph: str  # Graph.id
@@ -124,20 +163,35 @@ class Kernel:
     triton: list[TritonVariant] = field(default_factory=list)
     kernel_path: str = ""  # the kernel file path Inductor wrote (normalised), for loc() matching
 
+    # The index's figures (format 2) answer these without reading the detail file; once it is read (or
+    # for a kernel built in memory) they are worked out from the buffers.
     @property
     def bytes_read(self) -> int | None:
         """Bytes read per launch: what its loads reach of each buffer (a gather's rows, a slice's
         extent), else the whole buffer."""
+        if not self.detail_loaded:
+            return self.__dict__["_index"]["bytes_read"]
         return _sum_bytes(self.buffers, ("read", "readwrite"), reading=True)
 
     @property
     def bytes_written(self) -> int | None:
+        if not self.detail_loaded:
+            return self.__dict__["_index"]["bytes_written"]
         return _sum_bytes(self.buffers, ("write", "readwrite"))
 
     @property
     def bytes_bound(self) -> bool:
         """bytes_read is an upper bound (a gather reads at most its index count of rows)."""
+        if not self.detail_loaded:
+            return self.__dict__["_index"]["bytes_bound"]
         return any(b.read_bound for b in self.buffers if b.role in ("read", "readwrite"))
+
+    @property
+    def node_count(self) -> int:
+        """How many post-grad FX nodes it runs (len(fx_nodes)), from the index while the detail is unread."""
+        if not self.detail_loaded:
+            return self.__dict__["_index"]["fx_nodes"]
+        return len(self.fx_nodes)
 
 
 def _sum_bytes(buffers: list[BufferUse], roles: tuple[str, ...], reading: bool = False) -> int | None:
@@ -152,8 +206,10 @@ def _sum_bytes(buffers: list[BufferUse], roles: tuple[str, ...], reading: bool =
 
 
 @dataclass
-class Graph:
+class Graph(_Lazy):
     """One Inductor graph: a forward, backward or inference graph of one Dynamo compile."""
+
+    _DETAIL = GRAPH_DETAIL
 
     id: str  # "0-0-forward": frame id, frame compile id, AOT kind
     compile_id: str  # "0/0" as torch prints it
@@ -304,17 +360,26 @@ def run_state(options: dict[str, Any], *, quiet_default: bool = False) -> str:
     return " · ".join(parts)
 
 
+_PLAIN_TYPES = (str, int, float, bool, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def to_dict(obj: Any) -> Any:
     """JSON-ready dict of a model object (drops ``root``)."""
-    if dataclasses.is_dataclass(obj):
-        out = {}
-        for f in dataclasses.fields(obj):
-            if f.name == "root":
-                continue
-            out[f.name] = to_dict(getattr(obj, f.name))
-        return out
-    if isinstance(obj, list):
-        return [to_dict(x) for x in obj]
-    if isinstance(obj, dict):
-        return {k: to_dict(v) for k, v in obj.items()}
-    return obj
+    cls = obj.__class__
+    if cls in _PLAIN_TYPES:
+        return obj
+    if cls is list:
+        return [x if x.__class__ in _PLAIN_TYPES else to_dict(x) for x in obj]
+    if cls is dict:
+        return {k: v if v.__class__ in _PLAIN_TYPES else to_dict(v) for k, v in obj.items()}
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        if not dataclasses.is_dataclass(obj):
+            return obj
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in dataclasses.fields(cls) if f.name != "root")
+    out = {}
+    for name in names:
+        v = getattr(obj, name)
+        out[name] = v if v.__class__ in _PLAIN_TYPES else to_dict(v)
+    return out

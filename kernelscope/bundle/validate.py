@@ -44,8 +44,13 @@ def _depth_ok(value: Any, limit: int) -> bool:
     return True
 
 
+_PLAIN = {"str": str, "bool": bool}
+
+
 def _check(value: Any, hint: str, where: str) -> None:
     """Raise a one-line BundleError unless ``value`` (from JSON) fits the field annotation ``hint``."""
+    if type(value) is _PLAIN.get(hint) or (hint == "int" and type(value) is int):  # most fields: one look
+        return
     hint = hint.replace(" ", "")
     if hint.endswith("|None"):
         if value is None:
@@ -108,18 +113,28 @@ _KNOWN_KEYS: dict[str, dict[str, str]] = {
 }
 
 
+_HINTS: dict[type, dict[str, str]] = {}
+
+
+def _hints(cls) -> dict[str, str]:
+    """Each field's annotation as text, without spaces (worked out once per class)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = {f.name: str(f.type).replace(" ", "") for f in dataclasses.fields(cls) if f.name != "root"}
+    return hints
+
+
 def _build(cls, data: Any, where: str) -> Any:
     """``cls`` from a JSON object, every known field type-checked; unknown keys are ignored so newer
     minor fields don't break. Nested model lists are built by the caller."""
     if not isinstance(data, dict):
         raise BundleError(f"{where} should be an object, not {_type_name(data)}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = _hints(cls)
     kwargs = {}
     for key, value in data.items():
-        f = fields.get(key)
-        if f is None or key == "root":
+        hint = fields.get(key)
+        if hint is None:
             continue
-        hint = str(f.type)
         if (cls, key) in _NESTED:
             if not isinstance(value, list):
                 raise BundleError(f"{where}.{key} should be a list, not {_type_name(value)}")
@@ -143,25 +158,42 @@ def from_dict(data: dict) -> Bundle:
     """A Bundle from its JSON dict, each field type-checked (a BundleError names the first bad one)."""
     b = _build(Bundle, data, "bundle")
     b.graphs = _build_list(Graph, data, "graphs", "bundle")
-    kernels = []
-    for i, k in enumerate(data.get("kernels", [])):
-        where = f"bundle.kernels[{i}]"
-        kern = _build(Kernel, k, where)
-        kern.user_lines = _build_list(UserLine, k, "user_lines", where)
-        kern.library_lines = _build_list(UserLine, k, "library_lines", where)
-        kern.frames = _build_list(UserLine, k, "frames", where)
-        kern.launch_info = []
-        for j, li in enumerate(k.get("launch_info", []) if isinstance(k.get("launch_info"), list) else []):
-            lwhere = f"{where}.launch_info[{j}]"
-            info = _build(LaunchInfo, li, lwhere)
-            info.user_lines = _build_list(UserLine, li, "user_lines", lwhere)
-            info.library_lines = _build_list(UserLine, li, "library_lines", lwhere)
-            kern.launch_info.append(info)
-        kern.buffers = _build_list(BufferUse, k, "buffers", where)
-        kern.triton = _build_list(TritonVariant, k, "triton", where)
-        kernels.append(kern)
-    b.kernels = kernels
-    # Cross-references the UI keys its tables on: a kernel names one of the graphs; ids are unique.
+    b.kernels = [build_kernel(k, f"bundle.kernels[{i}]") for i, k in enumerate(data.get("kernels", []))]
+    check_references(b)
+    build_lists(b, data)
+    return b
+
+
+def build_kernel(k: Any, where: str) -> Kernel:
+    """A whole kernel (index fields and detail) from its JSON object, type-checked."""
+    kern = _build(Kernel, k, where)
+    kern.user_lines = _build_list(UserLine, k, "user_lines", where)
+    kern.library_lines = _build_list(UserLine, k, "library_lines", where)
+    kern.frames = _build_list(UserLine, k, "frames", where)
+    kern.launch_info = []
+    for j, li in enumerate(k.get("launch_info", []) if isinstance(k.get("launch_info"), list) else []):
+        lwhere = f"{where}.launch_info[{j}]"
+        info = _build(LaunchInfo, li, lwhere)
+        info.user_lines = _build_list(UserLine, li, "user_lines", lwhere)
+        info.library_lines = _build_list(UserLine, li, "library_lines", lwhere)
+        kern.launch_info.append(info)
+    kern.buffers = _build_list(BufferUse, k, "buffers", where)
+    kern.triton = _build_list(TritonVariant, k, "triton", where)
+    return kern
+
+
+def build(cls, data: Any, where: str) -> Any:
+    """``cls`` (a model class) from a JSON object, its plain fields type-checked (nested lists left out)."""
+    return _build(cls, data, where)
+
+
+def build_list(cls, data: dict, key: str, where: str) -> list:
+    return _build_list(cls, data, key, where)
+
+
+def check_references(b: Bundle) -> None:
+    """Cross-references the UI keys its tables on: a kernel names one of the graphs; ids are unique."""
+    kernels = b.kernels
     graph_ids = [g.id for g in b.graphs]
     if len(set(graph_ids)) != len(graph_ids):
         raise BundleError(f"bundle.graphs: graph id {next(g for g in graph_ids if graph_ids.count(g) > 1)!r} "
@@ -170,10 +202,15 @@ def from_dict(data: dict) -> Bundle:
     if len(set(kernel_ids)) != len(kernel_ids):
         raise BundleError(f"bundle.kernels: kernel id {next(k for k in kernel_ids if kernel_ids.count(k) > 1)!r} "
                           "appears twice")
+    known = set(graph_ids)
     for i, kern in enumerate(kernels):
-        if kern.graph not in graph_ids:
+        if kern.graph not in known:
             raise BundleError(f"bundle.kernels[{i}] ({kern.name}) names graph {kern.graph!r}, which is not one of "
                               f"the bundle's {len(graph_ids)} graph(s)")
+
+
+def build_lists(b: Bundle, data: dict) -> None:
+    """The bundle-wide lists: graph breaks, recompiles, autotune results."""
     b.graph_breaks = _build_list(GraphBreak, data, "graph_breaks", "bundle")
     b.recompiles = _build_list(Recompile, data, "recompiles", "bundle")
     b.autotune = []
@@ -181,7 +218,6 @@ def from_dict(data: dict) -> Bundle:
         res = _build(AutotuneResult, a, f"bundle.autotune[{i}]")
         res.choices = _build_list(AutotuneChoice, a, "choices", f"bundle.autotune[{i}]")
         b.autotune.append(res)
-    return b
 
 
 _NESTED.update({

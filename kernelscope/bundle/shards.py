@@ -1,0 +1,281 @@
+"""Bundle format 2: ``bundle.json`` an index, each graph's detail a file of its own, read when shown.
+
+The index holds what a list of the whole job shows: every graph (id, compile id, kind, files, kernel ids)
+and kernel (name, kind, launches, bytes moved, node count, user lines as ids into one ``lines`` table).
+``graphs/<id>/detail.json`` holds the rest of one graph: its kernels' FX nodes, buffers, launches, frames
+and Triton variants, and its guards, symbols and calls. A reader builds the index at once and leaves a
+loader on each graph and kernel (model._Lazy); the first look at a detail field reads that graph's file,
+validated as the manifest is (bundle/validate.py), its texts cleaned of control characters.
+
+Both files are JSON written one list item per line: ``json.dumps`` at C speed, and a diff of two
+bundles reads kernel by kernel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from kernelscope.bundle.model import (
+    GRAPH_DETAIL,
+    KERNEL_DETAIL,
+    SCHEMA_NAME,
+    SCHEMA_VERSION,
+    Bundle,
+    BundleError,
+    Graph,
+    Kernel,
+    UserLine,
+    to_dict,
+)
+from kernelscope.bundle.validate import (
+    _check,
+    build,
+    build_kernel,
+    build_list,
+    build_lists,
+    check_references,
+)
+
+MAX_DETAIL_BYTES = 256 << 20
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_.+-]{1,160}$")
+# The index's list sections, written one item per line.
+_LISTS = ("graphs", "kernels", "lines", "graph_breaks", "recompiles", "autotune")
+# Kernel fields the index keeps (the rest is detail); user_lines become ids into the lines table.
+_KERNEL_INDEX = tuple(f for f in Kernel.__dataclass_fields__ if f not in KERNEL_DETAIL and f != "user_lines")
+_GRAPH_INDEX = tuple(f for f in Graph.__dataclass_fields__ if f not in GRAPH_DETAIL)
+
+
+def detail_path(graph_id: str, position: int) -> str:
+    """Where a graph's detail file lives in the bundle: beside its other files when its id is a plain name."""
+    if _SAFE_ID.match(graph_id) and graph_id not in (".", ".."):
+        return f"graphs/{graph_id}/detail.json"
+    return f"graphs/detail-{position}.json"
+
+
+def dumps_lines(data: dict[str, Any]) -> str:
+    """``data`` as JSON, each item of its list sections on a line of its own."""
+    parts = []
+    for key, value in data.items():
+        if key in _LISTS and isinstance(value, list) and value:
+            items = ",\n".join(json.dumps(item, allow_nan=False) for item in value)
+            parts.append(f"{json.dumps(key)}: [\n{items}\n]")
+        else:
+            parts.append(f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _line_key(u: UserLine) -> tuple:
+    return (u.file, u.line, u.code, u.function, u.library)
+
+
+def index_and_details(bundle: Bundle, *, skip_unread: bool) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The index (bundle.json's dict) and each graph's detail dict by its bundle-relative path; with
+    ``skip_unread``, graphs whose detail was never read are left out of the second (their file stands)."""
+    lines: dict[tuple, int] = {}
+    line_rows: list[dict[str, Any]] = []
+
+    def line_id(u: UserLine) -> int:
+        key = _line_key(u)
+        i = lines.get(key)
+        if i is None:
+            i = lines[key] = len(line_rows)
+            line_rows.append({"file": u.file, "line": u.line, "code": u.code, "function": u.function,
+                              "library": u.library})
+        return i
+
+    by_graph: dict[str, list[Kernel]] = {}
+    for k in bundle.kernels:
+        by_graph.setdefault(k.graph, []).append(k)
+    graphs, details = [], {}
+    for position, g in enumerate(bundle.graphs):
+        rel = g.__dict__.get("_detail_path") or detail_path(g.id, position)
+        entry = {f: to_dict(getattr(g, f)) for f in _GRAPH_INDEX}
+        entry["detail"] = rel
+        graphs.append(entry)
+        kernels = by_graph.get(g.id, [])
+        if skip_unread and not g.detail_loaded and all(not k.detail_loaded for k in kernels):
+            continue
+        details[rel] = {"graph": {f: to_dict(getattr(g, f)) for f in GRAPH_DETAIL},
+                        "kernels": {k.id: {f: to_dict(getattr(k, f)) for f in KERNEL_DETAIL} for k in kernels}}
+    kernels = []
+    for k in bundle.kernels:
+        entry = {f: to_dict(getattr(k, f)) for f in _KERNEL_INDEX}
+        entry["user_lines"] = [line_id(u) for u in k.user_lines]
+        entry["bytes_read"], entry["bytes_written"] = k.bytes_read, k.bytes_written
+        entry["bytes_bound"], entry["fx_nodes"] = k.bytes_bound, k.node_count
+        kernels.append(entry)
+    index: dict[str, Any] = {}
+    for key, value in to_dict_shallow(bundle).items():
+        index[key] = value
+    index["version"] = SCHEMA_VERSION
+    index["graphs"], index["kernels"], index["lines"] = graphs, kernels, line_rows
+    return index, details
+
+
+def to_dict_shallow(bundle: Bundle) -> dict[str, Any]:
+    """The bundle's own fields as JSON values, graphs and kernels left for the index to write."""
+    out = {}
+    for name in Bundle.__dataclass_fields__:
+        if name in ("root", "graphs", "kernels"):
+            continue
+        out[name] = to_dict(getattr(bundle, name))
+    return out
+
+
+def write(bundle: Bundle, folder: str | os.PathLike) -> str:
+    """Write every graph's detail file into ``folder`` (those already there, never read, are left as they
+    are when ``folder`` is the bundle's own) and return the index's text for bundle.json."""
+    folder = Path(folder)
+    same = bool(bundle.root) and _same_folder(folder, Path(bundle.root))
+    index, details = index_and_details(bundle, skip_unread=same)
+    for rel, detail in details.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = dumps_lines(detail)
+        if same:  # a bundle in place (a bench record added): a reader never sees half a detail file
+            from kernelscope.safefile import write_atomic
+
+            write_atomic(path, text)
+        else:
+            path.write_text(text, encoding="utf-8")
+    return dumps_lines(index)
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+class _GraphDetail:
+    """The loader of one graph's detail file, shared by the graph and its kernels (see model._Lazy)."""
+
+    def __init__(self, bundle: Bundle, graph: Graph, kernels: list[Kernel], relpath: str) -> None:
+        self.bundle, self.graph, self.kernels, self.relpath = bundle, graph, kernels, relpath
+        self.lock = threading.Lock()
+
+    def __call__(self) -> None:
+        with self.lock:
+            if self.graph.__dict__.get("_detail") is not self:
+                return  # read meanwhile by another thread
+            try:
+                graph_part, kernel_parts = self._read()
+            except BundleError as exc:
+                graph_part, kernel_parts = {}, {}
+                self.bundle.notes.append(f"{exc}; that graph's FX nodes, buffers and guards are not shown")
+            for f in GRAPH_DETAIL:
+                self.graph.__dict__[f] = graph_part.get(f, [])
+            self.graph.__dict__["_detail"] = None
+            for k in self.kernels:
+                got = kernel_parts.get(k.id)
+                for f in KERNEL_DETAIL:
+                    k.__dict__[f] = getattr(got, f) if got is not None else []
+                k.__dict__["_detail"] = None
+                k.__dict__.pop("_index", None)
+
+    def _read(self) -> tuple[dict[str, Any], dict[str, Kernel]]:
+        from kernelscope.bundle.io import inside, strip_controls
+        from kernelscope.safefile import FileProblem, read_regular
+
+        path = inside(self.bundle.root, self.relpath)
+        try:
+            data = json.loads(read_regular(path, MAX_DETAIL_BYTES, "graph detail file").decode("utf-8"))
+        except FileProblem as exc:
+            raise BundleError(f"{self.bundle.root}: {exc}") from exc
+        except (OSError, ValueError, RecursionError) as exc:
+            raise BundleError(f"{self.bundle.root}: {self.relpath} is not readable JSON "
+                              f"({' '.join(str(exc).split())[:120]})") from exc
+        where = self.relpath
+        if not isinstance(data, dict) or not isinstance(data.get("graph", {}), dict) \
+                or not isinstance(data.get("kernels", {}), dict):
+            raise BundleError(f"{self.bundle.root}: {where} is not a graph detail file")
+        strip_controls(data)
+        g = build(Graph, {**data.get("graph", {}), "id": self.graph.id, "compile_id": self.graph.compile_id,
+                          "kind": self.graph.kind}, f"{where}: graph")
+        graph_part = {f: getattr(g, f) for f in GRAPH_DETAIL}
+        kernel_parts: dict[str, Kernel] = {}
+        raw = data.get("kernels", {})
+        for k in self.kernels:
+            if isinstance(raw.get(k.id), dict):
+                merged = {"id": k.id, "graph": k.graph, "name": k.name, "kind": k.kind, "lang": k.lang,
+                          "launch_index": k.launch_index, **raw[k.id]}
+                merged.pop("user_lines", None)
+                kernel_parts[k.id] = build_kernel(merged, f"{where}: kernels[{k.id!r}]")
+        from kernelscope.bundle.io import check_paths
+
+        check_paths(self.bundle, [p for kp in kernel_parts.values() for v in kp.triton for p in v.files.values() if p])
+        return graph_part, kernel_parts
+
+
+def _index_figures(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    figures = {"bytes_read": entry.get("bytes_read"), "bytes_written": entry.get("bytes_written"),
+               "bytes_bound": entry.get("bytes_bound", False), "fx_nodes": entry.get("fx_nodes", 0)}
+    for key, hint in (("bytes_read", "int | None"), ("bytes_written", "int | None"), ("bytes_bound", "bool"),
+                      ("fx_nodes", "int")):
+        _check(figures[key], hint, f"{where}.{key}")
+    return figures
+
+
+def from_index(data: dict[str, Any], root: str) -> Bundle:
+    """A Bundle from a format-2 bundle.json's dict, every index field type-checked; details left on disk."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
+        raise BundleError("not a kernelscope bundle manifest")
+    b = build(Bundle, data, "bundle")
+    b.root = root
+    line_table = build_list(UserLine, data, "lines", "bundle")
+    graphs: list[Graph] = []
+    raw_graphs = data.get("graphs", [])
+    if not isinstance(raw_graphs, list):
+        raise BundleError(f"bundle.graphs should be a list, not {type(raw_graphs).__name__}")
+    for i, entry in enumerate(raw_graphs):
+        where = f"bundle.graphs[{i}]"
+        g = build(Graph, {k: v for k, v in entry.items() if k not in GRAPH_DETAIL} if isinstance(entry, dict) else entry,
+                  where)
+        _check(entry.get("detail"), "str", f"{where}.detail")
+        for f in GRAPH_DETAIL:
+            g.__dict__.pop(f, None)
+        g.__dict__["_detail_path"] = entry["detail"]
+        graphs.append(g)
+    b.graphs = graphs
+    kernels: list[Kernel] = []
+    raw_kernels = data.get("kernels", [])
+    if not isinstance(raw_kernels, list):
+        raise BundleError(f"bundle.kernels should be a list, not {type(raw_kernels).__name__}")
+    n_lines = len(line_table)
+    for i, entry in enumerate(raw_kernels):
+        where = f"bundle.kernels[{i}]"
+        if not isinstance(entry, dict):
+            raise BundleError(f"{where} should be an object")
+        k = build(Kernel, {key: v for key, v in entry.items() if key not in KERNEL_DETAIL}, where)
+        ids = entry.get("user_lines", [])
+        _check(ids, "list[int]", f"{where}.user_lines")
+        if any(not 0 <= x < n_lines for x in ids):
+            raise BundleError(f"{where}.user_lines names a line the bundle's lines table does not have")
+        k.user_lines = [line_table[x] for x in ids]
+        for f in KERNEL_DETAIL:
+            k.__dict__.pop(f, None)
+        k.__dict__["_index"] = _index_figures(entry, where)
+        kernels.append(k)
+    b.kernels = kernels
+    check_references(b)
+    build_lists(b, data)
+    by_graph: dict[str, list[Kernel]] = {}
+    for k in kernels:
+        by_graph.setdefault(k.graph, []).append(k)
+    for g in graphs:
+        loader = _GraphDetail(b, g, by_graph.get(g.id, []), g.__dict__["_detail_path"])
+        g.__dict__["_detail"] = loader
+        for k in loader.kernels:
+            k.__dict__["_detail"] = loader
+    return b
+
+
+def detail_paths(bundle: Bundle) -> list[str]:
+    """The detail files a format-2 bundle's index names (checked when the bundle is read)."""
+    return [p for g in bundle.graphs if (p := g.__dict__.get("_detail_path"))]
