@@ -1,4 +1,4 @@
-"""Bench every sample on the GPU box and print the tables issue 5 asks for.
+"""Bench every sample on the GPU box and print its tables.
 
     python benchmarks/gpu_bench_all.py OUTDIR
 

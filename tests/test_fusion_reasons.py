@@ -1,6 +1,6 @@
-"""Why two kernels were not fused, device time per line, where the compile went (issue 25).
+"""Why two kernels were not fused, device time per line, where the compile went (show --fusion, --lines, --compile).
 
-A real CPU capture of a reduction, a broadcast and a matmul (benchmarks/models/f25_models.py), benched
+A real CPU capture of a reduction, a broadcast and a matmul (benchmarks/models/fusion_models.py), benched
 once; and a real H200 training run of GPT-2 (tests/fixtures/gpu_train_gpt2: its TORCH_TRACE and the
 fusion lines of its stderr) built into a bundle here, as `open` would, with the fusion log.
 """
@@ -24,14 +24,14 @@ from kernelscope.ingest.tracelog import parse_trace_folder
 from tests.conftest import kernelscope_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET = str(ROOT / "benchmarks/models/f25_models.py") + "::reduce_broadcast_matmul"
+TARGET = str(ROOT / "benchmarks/models/fusion_models.py") + "::reduce_broadcast_matmul"
 TRAIN = ROOT / "tests/fixtures/gpu_train_gpt2"
 QUICK = ("--reps", "5", "--budget", "0", "--warmup", "2", "--profile-calls", "3")
 
 
 @pytest.fixture(scope="session")
 def rbm_capture(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("f25") / "rbm"
+    out = tmp_path_factory.mktemp("rbm") / "rbm"
     proc = kernelscope_cmd("capture", TARGET, "-o", str(out), "--device", "cpu", "-q")
     assert proc.returncode == 0, proc.stderr
     return out
@@ -39,7 +39,7 @@ def rbm_capture(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def rbm_benched(rbm_capture, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("f25bench")
+    root = tmp_path_factory.mktemp("rbm_bench")
     bundle = root / "rbm"
     shutil.copytree(rbm_capture, bundle)
     proc = kernelscope_cmd("bench", str(bundle), *QUICK, "-q", env={"KERNELSCOPE_CACHE_DIR": str(root / "cache")})
@@ -166,14 +166,14 @@ def test_show_lines_adds_up_to_the_benchs_device_total(rbm_benched):
     total = b.extra["bench"]["run"]["sum_check"]["total_us"]
     text = show(str(rbm_benched), "--lines")
     assert "exclusive: kernels from this line alone; shared: kernels fused from several lines" in text
-    assert re.search(r"f25_models\.py:15\s+out = scaled @ w", text)  # the matmul's line has its time
+    assert re.search(r"fusion_models\.py:15\s+out = scaled @ w", text)  # the matmul's line has its time
     m = re.search(r"adds up: exclusive ([\d.]+) (µs|ms) \+ shared kernels \(each once\) ([\d.]+) (µs|ms) "
                   r"\+ no line ([\d.]+) (µs|ms) \+ not a launch (-?[\d.]+) (µs|ms) = ([\d.]+) (µs|ms)", text)
     assert m, text
     vals = [float(m.group(i)) * (1000 if m.group(i + 1) == "ms" else 1) for i in (1, 3, 5, 7, 9)]
     assert abs(sum(vals[:4]) - vals[4]) <= 0.02 * vals[4] + 0.2
     assert abs(vals[4] - total) <= 0.01 * total + 0.1
-    assert "hottest line f25_models.py:" in text
+    assert "hottest line fusion_models.py:" in text
 
 
 def test_show_lines_without_a_bench_says_what_to_run(rbm_capture):
@@ -196,7 +196,7 @@ def test_show_compile_phases_add_up_to_the_traced_compile(rbm_capture):
     for phase in ("Dynamo tracing", "AOTAutograd", "Inductor lowering", "scheduling and fusion", "code generation",
                   "C++/Triton compile", "guards"):
         assert phase in text
-    assert re.search(r"graph 0/0 reduce_broadcast_matmul \(f25_models\.py:12\): [\d.]+ s\s+\d+ guards", text)
+    assert re.search(r"graph 0/0 reduce_broadcast_matmul \(fusion_models\.py:12\): [\d.]+ s\s+\d+ guards", text)
     assert "C++ kernels compile in one go" in text
 
 

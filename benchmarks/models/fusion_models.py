@@ -1,9 +1,9 @@
-"""Models for the fusion / time-per-line / compile-time checks (scripts/gpu_check_f25.sh, tests/test_f25_why.py).
+"""Models for the fusion, time-per-line and compile-time checks (scripts/gpu_checks/ncu.sh, test_fusion_reasons.py).
 
 ``reduce_broadcast_matmul``: a reduction, then a broadcast of its result, then a matmul: the matmul
 is a library call, so the round trips before and after it stay (``kernelscope show OUT --fusion``).
 ``GPT2x4``: a 4-layer transformers GPT-2 with random weights (nothing is downloaded), for the GPU box:
-``kernelscope capture benchmarks/models/f25_models.py::GPT2x4 --no-grad --eval --args "i64[4, 256] 0..50257"``.
+``kernelscope capture benchmarks/models/fusion_models.py::GPT2x4 --no-grad --eval --args "i64[4, 256] 0..50257"``.
 """
 
 import torch

@@ -2,7 +2,7 @@
 configs with random weights (nothing is downloaded). Each one converts dtypes in ``__init__``
 (``.to(torch.bfloat16)``) or holds registered buffers that the forward indexes or slices (position
 ids, token types, causal masks), the things a preview of a real model has to get right. For the GPU
-box, whose image has transformers (see scripts/gpu_check_h21p.sh), e.g.
+box, whose image has transformers (`bash scripts/gpu_verify.sh preview-models`), e.g.
 `kernelscope capture benchmarks/models/preview_models.py::Llama4 --preview sm_90`.
 """
 

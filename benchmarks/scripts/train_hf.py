@@ -1,4 +1,4 @@
-"""A training script as users write them, for ``kernelscope run`` (scripts/gpu_check_b26.sh): argparse
+"""A training script as users write them, for ``kernelscope run`` (`bash scripts/gpu_verify.sh run`): argparse
 flags, a transformers GPT-2 built from a config, AdamW, torch.compile on the model, and a loop over
 random token batches that never ends unless ``--steps`` says so. The compiled step is this file's
 ``loss_of`` (the model's forward and the cross entropy on its logits), so its kernels land on the

@@ -16,8 +16,8 @@ SAMPLES = ("add_relu", "mul_add_sigmoid", "linear_relu", "softmax", "layer_norm"
 
 @pytest.fixture(scope="module")
 def gpu_bundles(tmp_path_factory):
-    """Every sample captured on CUDA; KERNELSCOPE_GPU_BUNDLES names a folder scripts/gpu_record.sh
-    filled in the same session, to spare the GPU a second round of compiles."""
+    """Every sample captured on CUDA; KERNELSCOPE_GPU_BUNDLES names a folder the `record` check
+    (scripts/gpu_verify.sh) filled in the same session, to spare the GPU a second round of compiles."""
     recorded = os.environ.get("KERNELSCOPE_GPU_BUNDLES")
     root = Path(recorded) if recorded else tmp_path_factory.mktemp("gpu")
     out = {}

@@ -1,17 +1,14 @@
 #!/usr/bin/env bash
-# g26 on a GPU box: bench of a bundle alone (issue 26, item 3). Opens real H200 TORCH_TRACE logs
-# (tests/fixtures/reference/mlp_train and linear_relu, with their Triton caches; and the GPT-2 2-layer
-# + AdamW training trace in .gpu/train_gpt2_trace.tgz when the lead carried it), then runs
-# `kernelscope bench BUNDLE` without and with --run-bundle-code. Expect: without the flag one line
-# naming the files it would run (exit 2); with it every launch timed, "sum check OK" (within 1%),
-# computed vs measured counts, and a correctness line. Run from the repo root; about 2-3 minutes.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+# open: real H200 TORCH_TRACE logs opened into bundles, each benched from the bundle alone
+# The traces: tests/fixtures/reference/mlp_train and linear_relu, with their Triton caches, and the GPT-2
+# 2-layer + AdamW training trace in .gpu/train_gpt2_trace.tgz where it was carried. For each,
+# `kernelscope bench BUNDLE` without and with --run-bundle-code. Expect: without the flag one line naming
+# the files it would run (exit 2); with it every launch timed, "sum check OK" (within 1%), computed vs
+# measured counts, and a correctness line. About 2-3 minutes.
 set -u
-OUT=${OUT:-/tmp/g26-out}
-mkdir -p "$OUT"
+: "${KS:?run through scripts/gpu_verify.sh}"
 W=$(mktemp -d)
 export KERNELSCOPE_CACHE_DIR="$W/cache" KERNELSCOPE_CACHE="$W/cache"
-KS="python3 -m kernelscope"
 
 bench_one() {  # NAME TRACE_DIR TRITON_DIR
     local name=$1 trace=$2 triton=$3 bundle=$W/$1
@@ -32,8 +29,8 @@ bench_one() {  # NAME TRACE_DIR TRITON_DIR
     sed -n '/^Measured per call/,/^  speedup/p' "$W/$name.bench.txt"
     sed -n '/^Kernel counts per call/,/^$/p' "$W/$name.bench.txt"
     grep -E "^note:" "$W/$name.bench.txt" | cut -c1-300
-    cp "$W/$name.bench.txt" "$OUT/g26_$name.bench.txt" 2>/dev/null
-    python3 - "$bundle" <<'EOF'
+    cp "$W/$name.bench.txt" "$OUT/$name.bench.txt" 2>/dev/null
+    python3 - "$bundle" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1] + "/bundle.json"))["extra"].get("bench", {}).get("run", {})
 rows = run.get("per_kernel") or []
@@ -41,7 +38,7 @@ untimed = [r["name"] for r in rows if r.get("us") is None]
 sc = run.get("sum_check") or {}
 print(f"  check: {len(rows) - len(untimed)}/{len(rows)} launches timed{(' (untimed: ' + ', '.join(untimed[:5]) + ')') if untimed else ''}; "
       f"sum check diff {sc.get('diff_pct')}% ok={sc.get('ok')}; correctness ok={(run.get('correctness') or {}).get('ok')}")
-EOF
+PY
 }
 
 R=tests/fixtures/reference

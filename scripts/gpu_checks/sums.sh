@@ -1,25 +1,22 @@
 #!/usr/bin/env bash
-# On the GPU box (issue 21, item 4): the bench's per-launch sums and single kernels against independent
-# torch.profiler loops over the same compiled call, each loop run alone on the GPU (gpu_check_a21.sh ran
-# its loop beside another bench, which slowed the loop's kernels), loops and benches interleaved, so the
-# loop-to-loop spread is printed next to the bench's differences.
+# sums: the bench's per-launch sums and single kernels against independent torch.profiler loops
+# Each loop (benchmarks/independent_profile.py over the same compiled call) runs alone on the GPU (beside
+# another bench its kernels ran slower), loops and benches interleaved, so the loop-to-loop spread is
+# printed next to the bench's differences (scripts/gpu_checks/compare_sums.py).
 #   MODEL=llama (default): a 4-layer transformers Llama bf16 under --mode reduce-overhead (CUDA graphs)
 #   MODEL=gpt2: a 12-layer transformers GPT-2 (no_grad, eval): the sum and the GELU kernel per launch
 # ROUNDS (default 2): benches after the first (each `kernelscope bench BUNDLE`, the capture reused).
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
 set -uo pipefail
-OUT=${OUT:-/tmp/gpu-out-sums21}
+: "${KS:?run through scripts/gpu_verify.sh}"
 MODEL=${MODEL:-llama}
 ROUNDS=${ROUNDS:-2}
-mkdir -p "$OUT" /tmp/ks-s21
-export PYTHONUNBUFFERED=1
-KS="python3 -m kernelscope"
+mkdir -p /tmp/ks-sums
 if [[ $MODEL == llama ]]; then
   TARGET="benchmarks/models/llama_bf16.py::Llama"; MODE=(--mode reduce-overhead)
 else
   TARGET="benchmarks/models/hf_gpt2.py::GPT2"; MODE=()
 fi
-BUNDLE=/tmp/ks-s21/$MODEL
+BUNDLE=/tmp/ks-sums/$MODEL
 
 independent() {  # N
   local t0=$SECONDS
@@ -36,7 +33,6 @@ bench() {  # N ARGS...
   python3 -c "import json,sys; print(json.dumps(json.load(open('$BUNDLE/bundle.json'))['extra']['bench']['run']))" > "$OUT/bench$n.json"
 }
 
-python3 -c "import torch, triton, transformers; print('torch', torch.__version__, 'triton', triton.__version__, 'transformers', transformers.__version__)"
 rm -rf "$BUNDLE"
 bench 0 $TARGET --no-grad --eval "${MODE[@]}" -o "$BUNDLE"
 for i in $(seq 1 "$ROUNDS"); do
@@ -44,5 +40,4 @@ for i in $(seq 1 "$ROUNDS"); do
   bench "$i" "$BUNDLE"  # the bundle keeps its compile options (the mode too)
 done
 independent $((ROUNDS + 1))
-python3 scripts/compare_sums21.py "$OUT"
-echo "== whole script: ${SECONDS} s"
+python3 scripts/gpu_checks/compare_sums.py "$OUT"

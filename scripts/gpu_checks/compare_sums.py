@@ -1,8 +1,8 @@
 """Compare the bench's per-launch sums and kernel times with independent torch.profiler loops
-(scripts/gpu_check_sums21.sh writes what this reads: OUT/benchN.json, the bench's run record after
-bench N, and OUT/loopN.json, benchmarks/independent_profile.py's figures).
+(the `sums` check, scripts/gpu_checks/sums.sh, writes what this reads: OUT/benchN.json, the bench's run
+record after bench N, and OUT/loopN.json, benchmarks/independent_profile.py's figures).
 
-    python3 scripts/compare_sums21.py OUT_DIR
+    python3 scripts/gpu_checks/compare_sums.py OUT_DIR
 """
 
 from __future__ import annotations

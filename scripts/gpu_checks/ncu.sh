@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
-# GPU check for issue 25 (why not fused, device time per line, compile time, ncu), <= 4 minutes:
-# a 4-layer transformers GPT-2 (no_grad, eval) captured on CUDA, then
-#   show --fusion, bench, show --lines, show --compile, bench --ncu --ncu-kernels (three Triton kernels).
-# Prints each command and what it printed; copies the bundle's manifest and the outputs to $OUT.
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD
+# ncu: why kernels were not fused, device time per line, compile time, and Nsight Compute on three kernels
+# A 4-layer transformers GPT-2 (no_grad, eval; benchmarks/models/fusion_models.py::GPT2x4) captured on
+# CUDA, then show --fusion, bench, show --lines, show --compile, and bench --ncu --ncu-kernels on the three
+# Triton kernels with the most device time. Prints each command and what it printed; copies the bundle's
+# manifest and fusion log to $OUT. At most 4 minutes.
 set -uo pipefail
-OUT=${OUT:-gpu-out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-KS="python3 -m kernelscope"
-B=/tmp/f25-gpt2x4
-step() {  # step LIMIT_S LOG COMMAND...: run, keep the last lines in the log, say how it ended
+: "${KS:?run through scripts/gpu_verify.sh}"
+B=/tmp/ks-ncu-gpt2x4
+step() {  # step LIMIT_S LOG COMMAND...: run, keep the output in the log, say how it ended
   local limit=$1 log=$2; shift 2
   echo; echo "\$ kernelscope ${*:4}"
   local t0=$(date +%s)
@@ -18,8 +15,7 @@ step() {  # step LIMIT_S LOG COMMAND...: run, keep the last lines in the log, sa
   head -c 6000 "$OUT/$log"
   echo "[exit $rc, $(( $(date +%s) - t0 )) s]"
 }
-python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__, torch.cuda.get_device_name())"
-step 120 capture.txt $KS capture benchmarks/models/f25_models.py::GPT2x4 --no-grad --eval \
+step 120 capture.txt $KS capture benchmarks/models/fusion_models.py::GPT2x4 --no-grad --eval \
   --args "i64[4, 256] 0..50257" -o $B --force -q
 step 20 fusion.txt $KS show $B --fusion
 step 90 bench.txt $KS bench $B -q --reps 20 --warmup 3 --budget 0.5 --profile-calls 3
