@@ -82,6 +82,21 @@ def test_show_says_run_origin(graphs_run):
     assert "bench (runs the bundle's output code" in shown.stdout
 
 
+def test_a_run_bundle_is_known_here_by_its_code_not_its_word(graphs_run, tmp_path):
+    import shutil
+
+    from kernelscope.bench.bundle_plan import written_here
+    from kernelscope.bundle.io import read_bundle
+
+    _, out, _, _ = graphs_run
+    assert written_here(read_bundle(out))  # the record run kept in the cache: its bench needs no flag
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    code = next(copy.glob("graphs/*/output_code.py"))
+    code.write_text(code.read_text() + "\n# changed\n")
+    assert not written_here(read_bundle(copy))
+
+
 def test_run_timeout_keeps_what_compiled(graphs_run, tmp_path):
     _, _, seconds, _ = graphs_run
     out = tmp_path / "out"

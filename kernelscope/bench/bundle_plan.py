@@ -15,10 +15,10 @@ from __future__ import annotations
 import ast
 import os
 import re
-import socket
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kernelscope.bundle import provenance
 from kernelscope.bundle.io import inside, read_text
 from kernelscope.bundle.model import FX_AOT, FX_POST_GRAD, Bundle
 from kernelscope.ingest.dtypes import SHORT_DTYPES
@@ -118,11 +118,10 @@ def has_function(bundle: Bundle) -> bool:
 
 
 def written_here(bundle: Bundle) -> bool:
-    """Whether this machine made the bundle's code: a ``run`` or ``record`` that recorded this host.
-    An opened trace's code is whoever ran the job's; a bundle without a host is someone's."""
-    origin = bundle.target.get("origin")
-    host = bundle.target.get("host") or bundle.environment.get("host")
-    return origin in ("run", "record") and bool(host) and host == socket.gethostname()
+    """Whether this machine made the bundle's code: a record ``run`` or ``record`` kept in this user's
+    cache, keyed by the code's content (bundle/provenance.py). What the manifest says of itself (its
+    origin, a host name) proves nothing: anyone can write it."""
+    return provenance.made_here(bundle)
 
 
 def consent_line(bundle: Bundle, plan: BundlePlan) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -31,13 +32,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernelscope.bundle import provenance
 from kernelscope.bundle.io import BundleError, check_out, commit_staging_dir, make_staging_dir, save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture import torch_hooks
 from kernelscope.capture.collect import write_bundle_from_work
 from kernelscope.capture.job import WORK_PREFIX, make_work_dir, read_events
-from kernelscope.capture.lifeline import install_parent_signal_handlers, kill_group, track, untrack
+from kernelscope.capture.lifeline import (
+    JOB_MARKER,
+    Terminated,
+    become_subreaper,
+    install_parent_signal_handlers,
+    kill_group,
+    kill_job_leftovers,
+    received,
+    signal_name,
+    start_ticks,
+    track,
+    untrack,
+)
 from kernelscope.ingest.tracelog import TraceLog, parse_trace_folder
+from kernelscope.textsafe import one_line
 from kernelscope.units import plural
 
 RUN_SITE = Path(__file__).resolve().parent / "run_site"  # its sitecustomize loads the graph counter
@@ -112,10 +127,13 @@ def check_command(command: list[str]) -> str | None:
     return str(Path(script).resolve()) if script else None
 
 
-def run_environment(work: Path, mode: str, event_fd: int, graphs: int | None) -> dict[str, str]:
+def run_environment(work: Path, mode: str, event_fd: int, graphs: int | None, marker: str = "") -> dict[str, str]:
     """The program's environment: the caller's, with the private trace, caches, logs and temp
-    folder a capture child sets for itself, and the hook's settings."""
+    folder a capture child sets for itself, the hook's settings, and the job's marker (what the
+    program starts inherits it: the sweep after it ends finds them by it)."""
     env = dict(os.environ)
+    if marker:
+        env[JOB_MARKER] = marker
     for sub in ("trace", "triton", "inductor", "tmp"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     env.update({
@@ -249,10 +267,15 @@ class ProgramRun:
     def _run_program(self, work: Path) -> int | None:
         install_parent_signal_handlers()
         read_fd, write_fd = os.pipe()
-        env = run_environment(work, self.mode, write_fd, self.graphs)
+        marker = f"{os.getpid()}-{secrets.token_hex(6)}"
+        env = run_environment(work, self.mode, write_fd, self.graphs, marker)
         stdout = open(work / "stdout.txt", "wb")
         stderr = open(work / "stderr.txt", "wb")
         reader = None
+        since = None
+        # Orphans of the program (a double-forked or setsid daemon, whatever its environment) become
+        # this process's children, so the sweep below finds them all.
+        reaper = become_subreaper()
         try:
             try:
                 proc = self._proc = subprocess.Popen(
@@ -262,6 +285,10 @@ class ProgramRun:
             except OSError as exc:  # found by which() but cannot start (a bad interpreter line)
                 raise RunError(f"{self.command[0]}: cannot start it ({exc.strerror or exc})") from exc
             track(proc)
+            try:
+                since = start_ticks(proc.pid) if reaper else None
+            except (OSError, IndexError, ValueError):
+                since = None
             if self._stop_reason:  # cancelled before it started: _stop found no process to kill
                 kill_group(proc)
             os.close(write_fd)
@@ -278,7 +305,12 @@ class ProgramRun:
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     pass
+                # What left the group: by the marker, and the orphans adopted. They may hold the event
+                # pipe's write end, so this comes before waiting for the pipe's end.
+                kill_job_leftovers(proc, marker, since)
                 untrack(proc)
+            if reaper:
+                become_subreaper(False)
             if reader is not None:
                 reader.join(timeout=5)
             for fd in (write_fd, read_fd):
@@ -302,6 +334,8 @@ class ProgramRun:
                 except subprocess.TimeoutExpired:
                     rc = None
                 if rc is not None:
+                    if received and not self._stop_reason:  # this process's SIGTERM/SIGHUP handler killed it
+                        self._stop(f"signal:{signal_name(received[0])}")
                     return None if self._stop_reason else rc
                 if deadline is not None and time.time() >= deadline:
                     self._stop("timeout")
@@ -312,6 +346,10 @@ class ProgramRun:
                     reached_at = reached_at or time.time()
                     if time.time() - reached_at >= NO_HOOK_GRACE_S:
                         self._stop("graphs-trace")
+        except Terminated as exc:  # SIGTERM, SIGHUP (the terminal closed): recorded as what it was
+            self._stop(f"signal:{signal_name(exc.signum)}")
+            proc.wait()
+            return None
         except KeyboardInterrupt:
             self._stop("interrupted")
             proc.wait()
@@ -333,7 +371,9 @@ class ProgramRun:
             "timeout": f"stopped after {self.timeout:g} s (--timeout)" if self.timeout else "stopped (--timeout)",
             "interrupted": "stopped by Ctrl-C",
             "cancelled": "stopped: cancelled",
-        }.get(stopped, "")
+            "signal:SIGTERM": "stopped: kernelscope received SIGTERM",
+            "signal:SIGHUP": "stopped: kernelscope received SIGHUP (its terminal closed)",
+        }.get(stopped, f"stopped: kernelscope received {stopped[7:]}" if stopped.startswith("signal:") else "")
         failed = ""
         if stopped == "exited":
             why = f"the program exited with status {rc}" if rc is not None and rc >= 0 else \
@@ -382,6 +422,7 @@ class ProgramRun:
             if not bundle.graphs:
                 bundle.status, bundle.error_kind = "failed", "no_graph"
                 hint = (" before the program compiled its first graph" if stopped in ("cancelled", "interrupted")
+                        or stopped.startswith("signal:")
                         else "; does the program call torch.compile, and does it reach the compiled code?")
                 bundle.error = f"{NO_GRAPH}: {why}{hint}"
                 if failed:
@@ -399,6 +440,7 @@ class ProgramRun:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         bundle.root = str(out)
+        provenance.remember(bundle)  # this machine wrote its code: a bench of it needs no --run-bundle-code
         return bundle
 
 
@@ -424,7 +466,9 @@ def tail_lines(path: Path, lines: int = 5, limit: int = 200, skip: re.Pattern | 
             text = fh.read().decode("utf-8", "replace")
     except OSError:
         return []
-    got = [ln.rstrip() for ln in text.splitlines() if ln.strip() and not (skip and skip.match(ln))]
+    # The program's own bytes: what reaches the run screen or a message line has no escape sequences.
+    got = [one_line(ln) for ln in text.splitlines() if ln.strip() and not (skip and skip.match(ln))]
+    got = [ln for ln in got if ln]
     return [ln[:limit] for ln in got[-lines:]] if lines > 0 else []
 
 

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelscope.bundle import provenance
 from kernelscope.bundle.io import BundleError, check_out, commit_staging_dir, make_staging_dir, save_manifest
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture import torch_hooks
@@ -158,6 +159,7 @@ class Recording:
             shutil.rmtree(staging, ignore_errors=True)
             raise
         bundle.root = str(self.out)
+        provenance.remember(bundle)  # this machine wrote its code: a bench of it needs no --run-bundle-code
         return bundle
 
 
