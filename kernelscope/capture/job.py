@@ -26,6 +26,7 @@ from kernelscope.capture.lifeline import (
     install_parent_signal_handlers,
     kill_group,
     kill_job_leftovers,
+    sweep_orphaned_jobs,
     track,
     untrack,
 )
@@ -45,9 +46,11 @@ WORK_PREFIX = "kernelscope-work-"
 
 def make_work_dir(prefix: str, root: str | os.PathLike | None = None) -> Path:
     """A private work folder in the temp folder (or ROOT) that records this process as its owner;
-    work folders there of processes that died (a killed parent) are removed first."""
+    work folders there of processes that died (a killed parent) are removed first, and what their
+    jobs' programs left running is killed."""
     folder = Path(root) if root else Path(tempfile.gettempdir())
     sweep_orphans(folder, prefix)
+    sweep_orphaned_jobs()
     return Path(tempfile.mkdtemp(prefix=owned_name(prefix), dir=folder))
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
+import time
 
 # Children running now, for the SIGTERM/SIGHUP handlers: a dying parent takes them along.
 _live: set[subprocess.Popen] = set()
@@ -42,7 +44,15 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
-received: list[int] = []  # the SIGTERM/SIGHUP received, for end_by_signal
+received: list[int] = []  # the SIGTERM/SIGHUP received, for end_by_signal and for a job to record
+WATCHDOG_S = 10.0  # after a SIGTERM/SIGHUP, the cleanup's limit before the process ends by the signal
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def end_by_signal() -> None:
@@ -67,19 +77,22 @@ def install_parent_signal_handlers() -> None:
             continue
 
         def handler(signum, frame, previous=previous):
+            if not callable(previous) and not received:
+                received.append(signum)  # first: a job whose child this kills records why it ended
             kill_live_children()
             if callable(previous):
                 previous(signum, frame)
                 return
-            if received:  # a second signal while cleaning up: end now
+            if received[0] != signum:  # a second signal while cleaning up: end now
                 signal.signal(signum, signal.SIG_DFL)
                 os.kill(os.getpid(), signum)
                 return
-            received.append(signum)
             # Unwind like Ctrl-C so staging and work folders go now, not at the next start; a
-            # watchdog ends the process by the signal should something swallow the exception.
-            watchdog = threading.Timer(10, lambda: (signal.signal(signum, signal.SIG_DFL),
-                                                    os.kill(os.getpid(), signum)))
+            # watchdog ends the process by the signal should something swallow the exception. The
+            # default action is set here, in the main thread (signal.signal() works nowhere else):
+            # the watchdog thread only sends the signal again, and a second one ends the process.
+            signal.signal(signum, signal.SIG_DFL)
+            watchdog = threading.Timer(WATCHDOG_S, os.kill, (os.getpid(), signum))
             watchdog.daemon = True
             watchdog.start()
             raise Terminated(signum)
@@ -127,19 +140,134 @@ def processes_marked(marker: str) -> list[int]:
     return found
 
 
-def kill_job_leftovers(proc: subprocess.Popen, marker: str) -> None:
+def kill_job_leftovers(proc: subprocess.Popen, marker: str, since: int | None = None) -> None:
     """After a child ended: kill what it (the user's code) started and left running, in its process
-    group and, by the environment marker, anywhere else."""
+    group and, by the environment marker, anywhere else; with ``since`` (a start time in clock ticks,
+    ``start_ticks()``) also this process's adopted orphans started since then (``become_subreaper``):
+    a daemon that left the group and cleared its environment too."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for _ in range(3):  # a daemon may fork again while being killed
-        pids = processes_marked(marker)
-        if not pids:
-            return
+    quiet = 0
+    for _ in range(50):  # a daemon may fork again while being killed; an orphan is adopted as its parent dies
+        pids = set(processes_marked(marker))
+        if since is not None:
+            pids |= set(adopted_orphans(since, exclude={proc.pid}))
         for pid in pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if since is not None:
+            reap_adopted(since, exclude={proc.pid})
+        quiet = 0 if pids else quiet + 1
+        if quiet >= (2 if since is not None else 1):
+            return
+        time.sleep(0.01)
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper(on: bool = True) -> bool:
+    """Make this process the reaper of its descendants' orphans (Linux prctl PR_SET_CHILD_SUBREAPER): a
+    daemon the program double-forks, or one that calls setsid, is then this process's child, not
+    init's, and ``adopted_orphans`` finds it whatever its environment. False where unavailable."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def start_ticks(pid: int | None = None) -> int:
+    """A process's start time since boot in clock ticks (/proc/PID/stat field 22; this process by default)."""
+    return _stat(pid or os.getpid())[2]
+
+
+def _stat(pid: int) -> tuple[bytes, int, int]:
+    """(state, parent pid, start ticks) of a process, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        fields = fh.read().rsplit(b")", 1)[1].split()
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def adopted_orphans(since: int, exclude: set[int] = frozenset()) -> list[int]:
+    """Live children of this process started at ``since`` or later that it did not start itself (none of
+    the children it tracks): orphans of a job's program, adopted as subreaper. Linux /proc; [] elsewhere."""
+    return [pid for pid, state in _children_since(since, exclude) if state not in (b"Z", b"X")]
+
+
+def reap_adopted(since: int, exclude: set[int] = frozenset()) -> None:
+    """Collect the exit status of adopted orphans that ended (zombies), so none is left in the table."""
+    for pid, state in _children_since(since, exclude):
+        if state == b"Z":
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def _children_since(since: int, exclude: set[int]) -> list[tuple[int, bytes]]:
+    me = os.getpid()
+    with _live_lock:
+        mine = {p.pid for p in _live} | set(exclude)
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit() or int(name) in mine:
+            continue
+        try:
+            state, ppid, started = _stat(int(name))
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == me and started >= since:
+            found.append((int(name), state))
+    return found
+
+
+def sweep_orphaned_jobs() -> None:
+    """Kill what a job of a kernelscope process that died (kill -9) left running: processes whose marker
+    (``PID-HEX``) names a process that is gone. Their program died with it (parent-death signal); this
+    is for what the program started."""
+    prefix = f"{JOB_MARKER}=".encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for name in entries:
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as fh:
+                marker = next((v[len(prefix):] for v in fh.read().split(b"\0") if v.startswith(prefix)), None)
+            if marker is None:
+                continue
+            owner = int(marker.split(b"-", 1)[0])
+        except (OSError, ValueError):
+            continue
+        if owner != os.getpid() and not _alive(owner):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return _stat(pid)[0] not in (b"Z", b"X")
+    except (OSError, IndexError, ValueError):
+        return False

@@ -1,0 +1,199 @@
+"""``kernelscope run`` owns what its program starts, and records each way out as what it was: daemons that
+leave the process group (setsid, a double fork, an emptied environment) go when the run ends, what a
+run killed with SIGKILL left is swept at the next start, SIGTERM and SIGHUP are recorded as such (not as
+Ctrl-C), and the SIGTERM/SIGHUP watchdog ends a process whose main thread swallowed the unwind. No compile."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelscope.capture import lifeline
+from tests.conftest import REPO, kernelscope_cmd
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+
+
+def _alive_with(tag: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag in cmd and state not in ("Z", "X") and "pytest" not in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+DAEMONS = textwrap.dedent("""
+    import os, shlex, subprocess, sys, time
+    tag = sys.argv[1]
+    sleeper = [sys.executable, "-c", "import time; time.sleep(300)", tag]  # found by its tag
+    # setsid with an empty environment, holding the event pipe (close_fds=False)
+    subprocess.Popen(["setsid", *sleeper], env={}, close_fds=False, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+    if os.fork() == 0:  # a double fork into a new session, environment cleared
+        os.setsid()
+        if os.fork() == 0:
+            os.execve(sys.executable, sleeper, {})
+        os._exit(0)
+    subprocess.Popen(f"nohup setsid {shlex.join(sleeper)} >/dev/null 2>&1 &", shell=True,
+                     env={"PATH": os.defpath})
+    time.sleep(1.0)
+    print("started", len(sleeper))
+""")
+
+
+def test_daemons_that_left_the_group_and_the_environment_go_with_the_run(tmp_path):
+    script = tmp_path / "daemons.py"
+    script.write_text(DAEMONS)
+    tag = f"ks-daemon-{os.getpid()}"
+    try:
+        proc = kernelscope_cmd("run", "--no-ui", "-q", "-o", str(tmp_path / "out"), "--", sys.executable, str(script),
+                               tag, cwd=str(tmp_path), timeout=120)
+        assert proc.returncode == 2 and "no graph compiled" in proc.stderr, proc.stderr
+        assert "started" in (tmp_path / "out" / "logs" / "stdout.txt").read_text()
+        time.sleep(0.3)
+        assert _alive_with(tag) == []
+    finally:
+        _kill(_alive_with(tag))
+
+
+def test_what_a_run_killed_with_sigkill_left_is_swept_at_the_next_start(tmp_path):
+    script = tmp_path / "spawns.py"
+    tag = f"ks-orphan-{os.getpid()}"
+    script.write_text("import subprocess, sys, time\n"
+                      f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {tag!r}])\n"
+                      "time.sleep(300)\n")
+    run = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "--no-ui", "-q", "-o", str(tmp_path / "out"),
+                            "--", sys.executable, str(script)], cwd=str(tmp_path), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.time() + 60
+        while not _alive_with(tag) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _alive_with(tag), "the program's child never started"
+        run.kill()
+        run.wait()
+        time.sleep(0.5)
+        assert _alive_with(tag), "expected the program's child to outlive a SIGKILLed kernelscope"
+        again = kernelscope_cmd("run", "--no-ui", "-q", "-o", str(tmp_path / "again"), "--", sys.executable, "-c",
+                                "pass", cwd=str(tmp_path), timeout=120)
+        assert again.returncode == 2
+        deadline = time.time() + 5
+        while _alive_with(tag) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _alive_with(tag) == []
+    finally:
+        run.kill()
+        _kill(_alive_with(tag))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_are_recorded_as_what_they_were(tmp_path, sig):
+    script = tmp_path / "sleeps.py"
+    script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(300)\n")
+    out = tmp_path / "out"
+    run = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "--no-ui", "-q", "-o", str(out), "--",
+                            sys.executable, str(script)], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(
+                (p / "stdout.txt").is_file() and "ready" in (p / "stdout.txt").read_text()
+                for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("kernelscope-work-*")):
+            time.sleep(0.1)
+        time.sleep(0.2)
+        run.send_signal(sig)
+        _, err = run.communicate(timeout=60)
+    finally:
+        run.kill()
+    assert run.returncode == -sig  # it ends by the signal its sender sent, after cleaning up
+    m = json.loads((out / "bundle.json").read_text())
+    name = signal.Signals(sig).name
+    assert m["target"]["stopped"]["reason"] == f"signal:{name}"
+    assert f"received {name}" in m["error"] and "Ctrl-C" not in m["error"] + err
+    assert "killed by SIGKILL" not in m["error"]  # not blamed on the program
+    assert not list(tmp_path.glob(".kernelscope-tmp-*"))
+
+
+def test_the_watchdog_ends_a_process_whose_main_thread_swallowed_the_unwind(tmp_path):
+    code = textwrap.dedent("""
+        import time
+        from kernelscope.capture import lifeline
+        lifeline.WATCHDOG_S = 0.5
+        lifeline.install_parent_signal_handlers()
+        print("ready", flush=True)
+        while True:
+            try:
+                time.sleep(60)
+            except KeyboardInterrupt:  # swallowed: only the watchdog ends this process now
+                pass
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == -signal.SIGTERM
+    assert "main thread" not in err and "Traceback" not in err
+
+
+def test_the_next_start_kills_processes_of_a_dead_owners_job():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    orphan = subprocess.Popen(["sleep", "300"], env={**os.environ, lifeline.JOB_MARKER: f"{dead.pid}-abc"})
+    mine = subprocess.Popen(["sleep", "300"], env={**os.environ, lifeline.JOB_MARKER: f"{os.getpid()}-abc"})
+    try:
+        lifeline.sweep_orphaned_jobs()
+        assert orphan.wait(timeout=5) == -signal.SIGKILL
+        assert mine.poll() is None  # a live owner's job is its own to end
+    finally:
+        orphan.kill()
+        mine.kill()
+        mine.wait()
+
+
+def test_the_subreaper_adopts_a_double_forked_daemon():
+    if not lifeline.become_subreaper():
+        pytest.skip("no PR_SET_CHILD_SUBREAPER here")
+    try:
+        child = subprocess.Popen([sys.executable, "-c", "import os\nif os.fork() == 0:\n    os.setsid()\n"
+                                  "    os.execv('/bin/sleep', ['sleep', '300'])\n"])
+        since = lifeline.start_ticks(child.pid)
+        child.wait()
+        deadline = time.time() + 5
+        while not lifeline.adopted_orphans(since, {child.pid}) and time.time() < deadline:
+            time.sleep(0.05)
+        adopted = lifeline.adopted_orphans(since, {child.pid})
+        assert len(adopted) == 1
+        lifeline.kill_job_leftovers(child, "no-marker", since)
+        assert lifeline.adopted_orphans(since, {child.pid}) == []
+    finally:
+        lifeline.become_subreaper(False)
