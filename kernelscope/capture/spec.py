@@ -272,9 +272,20 @@ def decode_event(line: bytes | str) -> dict[str, Any] | None:
         return None
     # The user's code shares the child's process and can write forged lines to this pipe: what reaches
     # the terminal (messages, phases, kinds) has its escape sequences removed here, where it enters.
+    return _clean(event)
+
+
+def _clean(value: Any) -> Any:
+    """``value`` with every string in it (keys too, at any depth: an event's ``environment``) printable."""
     from kernelscope.textsafe import printable
 
-    return {str(k): printable(v) if isinstance(v, str) else v for k, v in event.items()}
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(k)): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
 
 
 class Events:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from kernelscope.errors import UsageError
+from kernelscope.textsafe import one_line, printable
 from kernelscope.units import plural
 
 HELP = "run any program (python train.py ..., torchrun ...) and make what it compiles into a bundle"
@@ -32,10 +33,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _name(command: list[str]) -> str:
+    """The default -o folder's name: the script's (or module's, or program's) name in letters, digits,
+    '-' and '_' only, so a name holding escapes, a newline or a quote names no folder with them."""
+    import re
+
     from kernelscope.capture.program import python_script
 
     script, module = python_script(command)
-    return Path(script).stem if script else (module or Path(command[0]).name).replace(".", "_")
+    name = Path(script).stem if script else (module or Path(command[0]).name).replace(".", "_")
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_-")[:60] or "run"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     def progress(event: dict) -> None:
         if quiet or event.get("phase") not in ("compile", "stopped"):
             return
-        print(f"  {event['phase']:<9} {event.get('message', '')}", file=sys.stderr, flush=True)
+        print(f"  {one_line(event['phase']):<9} {one_line(event.get('message', ''), 300)}", file=sys.stderr,
+              flush=True)
 
     if not args.no_ui:
         ui = _run_in_ui(args, command, out)
@@ -64,27 +71,36 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = job.run()
     except RunError as exc:
-        raise UsageError(str(exc)) from exc
+        raise UsageError(one_line(str(exc))) from exc
     except KeyboardInterrupt:  # a second Ctrl-C while the bundle was being written
         print("kernelscope: run interrupted while writing the bundle; nothing was written", file=sys.stderr)
         return 130
-    _print_outcome(result)
-    if result.status != "ok":
-        print(f"kernelscope: {result.message}", file=sys.stderr)
+    if _print_outcome(result):
         return 2
     from kernelscope.show import summary_text
 
     for b in result.bundles:
-        sys.stdout.write(summary_text(b))
+        sys.stdout.write(printable(summary_text(b)))
     return 0
 
 
-def _print_outcome(result) -> None:
+def _print_outcome(result) -> bool:
+    """What the run made, one line a bundle on stdout; a failure is one line on stderr, said once, with
+    where its bundle (the program's logs) is. True when it failed."""
+    if result.status != "ok":
+        failed = next((b for b in result.bundles if b.status != "ok"), None)
+        where = result.outs[result.bundles.index(failed)] if failed is not None else None
+        kept = f" (its bundle, with the program's logs: {one_line(where)})" if where is not None else ""
+        print(f"kernelscope: {one_line(result.message, 600)}{kept}", file=sys.stderr)
+        return True
+    from kernelscope.bundle.origin import command_text
+
     for b, where in zip(result.bundles, result.outs):
         rank = f" rank {b.target['rank']}" if "rank" in b.target and len(result.outs) > 1 else ""
-        print(f"ran {b.target['spec'][:120]}{rank}: {plural(len(b.graphs), 'graph')}, "
-              f"{plural(len(b.kernels), 'kernel')} in {result.seconds:.1f} s; {result.message if result.status == 'ok' else b.error} -> {where}",
-              file=sys.stderr if result.status != "ok" else sys.stdout)
+        print(f"ran {one_line(command_text(b.target, 120))}{rank}: {plural(len(b.graphs), 'graph')}, "
+              f"{plural(len(b.kernels), 'kernel')} in {result.seconds:.1f} s; {one_line(result.message)} "
+              f"-> {one_line(where)}")
+    return False
 
 
 def _run_in_ui(args: argparse.Namespace, command: list[str], out: Path) -> int | None:
@@ -107,7 +123,7 @@ def _run_in_ui(args: argparse.Namespace, command: list[str], out: Path) -> int |
         job = RunJob(command, out, graphs=args.graphs, timeout=args.timeout, rank=args.rank, mode=args.mode,
                      replace=args.force)
     except BundleError as exc:  # RunError is one
-        raise UsageError(str(exc)) from exc
+        raise UsageError(one_line(str(exc))) from exc
     app = make_app(run_job=job)
     install_parent_signal_handlers()  # closing the terminal (SIGHUP) or SIGTERM ends the program too
     try:
@@ -122,12 +138,10 @@ def _run_in_ui(args: argparse.Namespace, command: list[str], out: Path) -> int |
         except KeyboardInterrupt:
             pass
     if job.error:
-        print(f"kernelscope: {job.error}", file=sys.stderr)
+        print(f"kernelscope: {one_line(job.error)}", file=sys.stderr)
         return 2
     if job.result is None:
         return int(app.return_code or 0)
-    _print_outcome(job.result)
-    if job.result.status != "ok":
-        print(f"kernelscope: {job.result.message}", file=sys.stderr)
+    if _print_outcome(job.result):
         return 2
     return int(app.return_code or 0)

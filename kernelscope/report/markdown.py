@@ -173,7 +173,10 @@ def render_markdown(data: dict[str, Any]) -> str:
     for title, key in (("Not fused: round trips between kernels", "fusion"), ("Device time per line", "lines"),
                        ("Where the compile went", "compile")):
         if (data.get("why_text") or {}).get(key):
-            out += [f"### {title}", "", "```text", *data["why_text"][key], "```", ""]
+            lines = data["why_text"][key]
+            # Fenced one backtick longer than any run in its lines: a name cannot close the block early.
+            fence = "`" * max(3, 1 + max((len(r) for x in lines for r in re.findall(r"`+", str(x))), default=0))
+            out += [f"### {title}", "", f"{fence}text", *lines, fence, ""]
     if data["notes"]:
         out += ["### Notes", ""] + [f"- {cell(n)}" for n in data["notes"]] + [""]
     out.append("<sub>kernelscope report" + (f" of {cell(data['bundle'])}" if data["bundle"] else "") + "</sub>")

@@ -9,15 +9,18 @@ from kernelscope.bundle.io import read_bundle
 
 def render(bundle_path: str, fmt: str, sources: bool = True) -> str:
     from kernelscope.report.data import report_data
+    from kernelscope.textsafe import printable
 
     bundle = read_bundle(bundle_path)
     data = report_data(bundle)
-    if fmt == "json":
+    if fmt == "json":  # json.dumps writes every control character as a \u escape
         return json.dumps(data, indent=1) + "\n"
+    # A report is printed to a terminal as often as pasted: whatever a bundle or a trace named (a kernel,
+    # a compile phase, a function) reaches it without escape sequences, whichever section it is in.
     if fmt == "html":
         from kernelscope.report.html import render_html
 
-        return render_html(data, bundle, sources=sources)
+        return printable(render_html(data, bundle, sources=sources))
     from kernelscope.report.markdown import render_markdown
 
-    return render_markdown(data)
+    return printable(render_markdown(data))

@@ -26,7 +26,8 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Static
 
-from kernelscope.ui.screens.capture import SPINNER, one_line
+from kernelscope.textsafe import one_line
+from kernelscope.ui.screens.capture import SPINNER
 from kernelscope.ui.screens.job_status import show_job_state
 from kernelscope.ui.widgets.key_footer import KeyFooter
 
@@ -65,7 +66,7 @@ class RunJob:
     def label(self) -> str:
         from kernelscope.bundle.origin import command_text
 
-        return command_text({"command": self.command}, limit=66)  # "Running " + it fits 80 columns
+        return one_line(command_text({"command": self.command}, limit=66))  # "Running " + it fits 80 columns
 
     def stop_condition(self) -> str:
         """What stops the program, one line within 80 columns: ``stops: 2 graphs compiled and called once ·
