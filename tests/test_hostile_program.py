@@ -197,3 +197,44 @@ def test_the_subreaper_adopts_a_double_forked_daemon():
         assert lifeline.adopted_orphans(since, {child.pid}) == []
     finally:
         lifeline.become_subreaper(False)
+
+
+# -- the program's stderr, read capped ---------------------------------------------------------------------
+
+TORCH_LINE = "V1202 00:43:28.421000 9718 torch/_inductor/graph.py:2722] [0/0] [__output_code] line {}"
+AUTOTUNE = "AUTOTUNE mm(256x512, 512x1024)\nstrides: [512, 1], [1024, 1]\ndtypes: torch.float32\n  triton_mm_1 0.01 ms 100.0%"
+
+
+def test_stderr_is_read_capped_keeping_what_the_parsers_read(tmp_path, monkeypatch):
+    from kernelscope.capture import collect
+
+    monkeypatch.setattr(collect, "MAX_STDERR_LINE", 200)
+    monkeypatch.setattr(collect, "MAX_OTHER_STDERR_BYTES", 5_000)
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as fh:
+        for i in range(20_000):  # the program's own logging, far past its budget, torch's lines among it
+            fh.write(f"INFO step {i} loss=0.5 an ordinary line of the program's logging\n")
+            if i % 1000 == 999:
+                fh.write(TORCH_LINE.format(i) + "\n")
+            if i == 15_000:
+                fh.write(AUTOTUNE + "\n")
+        fh.write("x" * 10_000_000 + "\n")  # one 10 MB line
+        fh.write(TORCH_LINE.format("last"))
+    text, note = collect.read_stderr_capped(log)
+    lines = text.split("\n")
+    assert [x for x in lines if x.startswith("V1202")] == [TORCH_LINE.format(i) for i in range(999, 20_000, 1000)] + [
+        TORCH_LINE.format("last")]
+    assert AUTOTUNE in text  # the table's lines stay together
+    assert len(text) < 5_000 + 40 * 200  # the program's lines within their budget, torch's whole
+    assert "not read" in note and "read cut" in note
+    assert collect.read_stderr_capped(tmp_path / "missing.txt") == ("", "")
+
+
+def test_one_huge_stderr_line_is_read_cut(tmp_path):
+    from kernelscope.capture import collect
+
+    log = tmp_path / "stderr.txt"
+    with open(log, "wb") as fh:
+        fh.write(b"A" * (3 * collect.MAX_STDERR_LINE) + b"\nafter\n")
+    text, note = collect.read_stderr_capped(log)
+    assert text == "A" * collect.MAX_STDERR_LINE + "\nafter" and "read cut" in note

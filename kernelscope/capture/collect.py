@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -20,8 +21,9 @@ def write_bundle_from_work(work: Path, staging: Path, bundle: Bundle, *, user_fi
     if traces is None:
         traces = [t for _, t in parse_trace_folder(work / "trace")]
     raw = RawCapture(traces=traces, triton_caches=[work / "triton"], user_file=user_file)
-    stderr = work / "stderr.txt"
-    raw.stderr_text = stderr.read_text(encoding="utf-8", errors="replace") if stderr.is_file() else ""
+    raw.stderr_text, note = read_stderr_capped(work / "stderr.txt")
+    if note:
+        bundle.notes.append(note)
     for path in (work / "inductor").rglob("*.best_config"):
         try:
             best = json.loads(path.read_text(encoding="utf-8"))
@@ -33,6 +35,95 @@ def write_bundle_from_work(work: Path, staging: Path, bundle: Bundle, *, user_fi
 
 
 MAX_LOG_BYTES = 8 << 20  # a log kept in the bundle: its first and last 4 MB, and a note of what was cut
+
+# What of the program's stderr is read into memory for the parsers (TORCH_LOGS lines, AUTOTUNE tables), read
+# line by line: a line at most MAX_STDERR_LINE, torch's lines up to MAX_TORCH_LOG_BYTES, the program's own
+# up to MAX_OTHER_STDERR_BYTES (they only matter as context). 3 GB of the program's logging, or one line of
+# 1 GB, is then a few hundred MB at most, never the whole file.
+MAX_STDERR_LINE = 1 << 20
+MAX_TORCH_LOG_BYTES = 256 << 20
+MAX_OTHER_STDERR_BYTES = 16 << 20
+TORCH_LOG_LINE = re.compile(rb"(\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] ")
+_AUTOTUNE_BODY = (b"strides:", b"dtypes:", b" ", b"\t")
+# A newline before a line the parsers read (a literal first: the regex engine skips to each newline fast).
+_PARSED_LINE = re.compile(rb"\n(?=(?:\[rank\d+\]:)?[VIWEDC]\d{4} |AUTOTUNE |strides:|dtypes:|[ \t])")
+
+
+def read_stderr_capped(path: Path) -> tuple[str, str]:
+    """(the text the parsers read of a stderr log, a note of what was left out or '') without holding more
+    than the caps above, however large the file or its lines."""
+    try:
+        fh = open(path, "rb")
+    except OSError:
+        return "", ""
+    kept: list[bytes] = []
+    budgets = {"torch": MAX_TORCH_LOG_BYTES, "other": MAX_OTHER_STDERR_BYTES}
+    dropped = cut = 0
+    in_autotune = False
+
+    def keep(line: bytes, long: bool) -> None:
+        nonlocal dropped, cut, in_autotune
+        if long:
+            cut += 1
+        if line.startswith(b"AUTOTUNE "):
+            in_autotune = True
+            kind = "torch"
+        elif in_autotune and line.startswith(_AUTOTUNE_BODY):
+            kind = "torch"
+        else:
+            in_autotune = False
+            kind = "torch" if TORCH_LOG_LINE.match(line) else "other"
+        if len(line) + 1 > budgets[kind]:
+            dropped += 1
+            return
+        budgets[kind] -= len(line) + 1
+        kept.append(line)
+
+    with fh:
+        partial = bytearray()
+        long = False  # the line being read passed MAX_STDERR_LINE: the rest of it is skipped
+        while True:
+            chunk = fh.read(1 << 20)
+            if not chunk:
+                break
+            start = 0
+            while start < len(chunk):
+                if not partial and not long and budgets["other"] < MAX_STDERR_LINE:
+                    # The program's own budget is spent: only lines the parsers read are looked at,
+                    # found by one regex over the chunk's whole lines (per line in Python: 80 s for 3 GB).
+                    last = chunk.rfind(b"\n", start)
+                    if last > start:
+                        body = b"\n" + chunk[start:last]
+                        found = 0
+                        for m in _PARSED_LINE.finditer(body):
+                            eol = body.find(b"\n", m.end())
+                            line = body[m.end():eol if eol >= 0 else len(body)]
+                            keep(line[:MAX_STDERR_LINE], len(line) > MAX_STDERR_LINE)
+                            found += 1
+                        dropped += body.count(b"\n") - found
+                        start = last + 1
+                        continue
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if not long:
+                    room = MAX_STDERR_LINE - len(partial)
+                    partial += piece[:room]
+                    long = len(piece) > room
+                if end < 0:
+                    break
+                keep(bytes(partial), long)
+                partial, long = bytearray(), False
+                start = end + 1
+        if partial or long:
+            keep(bytes(partial), long)
+    notes = []
+    if cut:
+        notes.append(f"{cut} stderr line(s) longer than {MAX_STDERR_LINE >> 20} MB were read cut")
+    if dropped:
+        notes.append(f"{dropped} stderr line(s) past the {MAX_OTHER_STDERR_BYTES >> 20} MB of the program's own "
+                     f"output (or {MAX_TORCH_LOG_BYTES >> 20} MB of torch's logs) were not read")
+    note = ("; ".join(notes) + " (logs/stderr.txt keeps its first and last 4 MB)") if notes else ""
+    return b"\n".join(kept).decode("utf-8", "replace"), note
 
 
 def copy_capped(src: Path, dst: Path, limit: int = MAX_LOG_BYTES) -> int:

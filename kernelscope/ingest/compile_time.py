@@ -12,6 +12,7 @@ time its events cover. A Triton kernel's compile time and autotune state come fr
 
 from __future__ import annotations
 
+import heapq
 import json
 from typing import Any
 
@@ -79,16 +80,25 @@ def _intervals(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def innermost_phases(intervals: list[dict[str, Any]]) -> tuple[dict[str, float], float]:
     """Seconds per phase, each instant given to the innermost interval covering it (the latest to
-    begin), and the seconds all of them cover: the phases add up to that total exactly."""
+    begin; of those, the first to end), and the seconds all of them cover: the phases add up to that
+    total exactly. One sweep over the sorted ends with a heap of the open intervals: n log n, where
+    looking up every interval per instant took minutes for 40,000 events."""
     points = sorted({x["b"] for x in intervals} | {x["e"] for x in intervals})
+    starts = sorted(range(len(intervals)), key=lambda i: intervals[i]["b"])
+    open_: list[tuple[float, float, int]] = []  # (-begin, end, index): the innermost on top
     per: dict[str, float] = {}
     covered = 0.0
+    nxt = 0
     for lo, hi in zip(points, points[1:]):
-        mid = (lo + hi) / 2
-        around = [x for x in intervals if x["b"] <= mid < x["e"]]
-        if not around:
+        while nxt < len(starts) and intervals[starts[nxt]]["b"] <= lo:
+            x = intervals[starts[nxt]]
+            heapq.heappush(open_, (-x["b"], x["e"], starts[nxt]))
+            nxt += 1
+        while open_ and open_[0][1] <= lo:  # ended: the innermost is the latest begun still open
+            heapq.heappop(open_)
+        if not open_:
             continue
-        inner = max(around, key=lambda x: (x["b"], -x["e"]))
+        inner = intervals[open_[0][2]]
         per[inner["phase"]] = per.get(inner["phase"], 0.0) + (hi - lo) / 1e6
         covered += (hi - lo) / 1e6
     return per, covered
@@ -184,21 +194,26 @@ def compile_time_summary(events: list[dict[str, Any]], records: list[Any], bundl
 def _kernel_rows(infos: list[dict[str, Any]], autotune: dict[tuple[str, str, bool], float], bundle: Any) -> list[dict[str, Any]]:
     """One row per compiled Triton kernel: compile + autotune seconds, slowest first, with the bundle
     kernel (id, lines) it became."""
-    used: set[str] = set()
+    cid_of = {g.id: base_compile_id(g.compile_id) for g in bundle.graphs}
+    free: dict[tuple[str, str], list[Any]] = {}  # (name, compile id) -> the kernels not matched yet, in order
+    by_name: dict[str, Any] = {}
+    for k in bundle.kernels:
+        by_name.setdefault(k.name, k)
+        if k.graph in cid_of:
+            free.setdefault((k.name, cid_of[k.graph]), []).append(k)
+    for ks in free.values():
+        ks.reverse()  # popped from the end: the first in the bundle's order first
     rows = []
     for info in infos:
-        cands = [k for k in bundle.kernels if k.name == info["name"] and k.id not in used
-                 and any(g.id == k.graph and base_compile_id(g.compile_id) == info["compile_id"] for g in bundle.graphs)]
-        k = cands[0] if cands else None
-        if k is not None:
-            used.add(k.id)
+        cands = free.get((info["name"], info["compile_id"]))
+        k = cands.pop() if cands else None
         backward = bool(k is not None and k.graph.endswith("backward"))
         tune = autotune.pop((info["compile_id"], info["name"], backward), None)
         lines = _lines(k)
         rows.append({**info, "kernel_id": k.id if k else "", "autotune_s": round(tune, 6) if tune is not None else None,
                      "total_s": round((info["compile_s"] or 0.0) + (tune or 0.0), 6), "lines": lines})
     for (cid, name, _backward), tune in autotune.items():  # benchmarked kernels with no compile record
-        k = next((k for k in bundle.kernels if k.name == name), None)
+        k = by_name.get(name)
         rows.append({"compile_id": cid, "name": name, "compile_s": None, "autotune_cache": "", "configs": None,
                      "kernel_id": k.id if k else "", "autotune_s": round(tune, 6), "total_s": round(tune, 6),
                      "lines": _lines(k)})
