@@ -17,9 +17,11 @@ import builtins
 import importlib.util
 import inspect
 import math
+import re
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -99,11 +101,22 @@ def _import_output_code(path: Path, work: Path, index: int, graph: str):
     return module
 
 
+def fx_torch() -> SimpleNamespace:
+    """What a printed graph may reach as ``torch``: ATen and prims ops, nn.Module (its class's base), and
+    the dtypes, layouts and memory formats its arguments name; nothing else of torch (torch.save, torch.load,
+    torch.hub) exists for it, whatever the planner's check let through."""
+    constants = {name: value for name in dir(torch) if not name.startswith("_")
+                 for value in [getattr(torch, name, None)]
+                 if isinstance(value, (torch.dtype, torch.layout, torch.memory_format))}
+    return SimpleNamespace(ops=SimpleNamespace(aten=torch.ops.aten, prims=torch.ops.prims),
+                           nn=SimpleNamespace(Module=torch.nn.Module), **constants)
+
+
 def _fx_module(path: Path, graph: str) -> torch.nn.Module:
     """The printed GraphModule, exec'd with only torch (and the names FX prints: device, inf, nan)."""
     text = fx_source(path.read_text(encoding="utf-8"))
     torch_private.register_inductor_prims()
-    scope: dict[str, Any] = {"__name__": f"kernelscope_fx_{graph}", "torch": torch, "device": torch.device,
+    scope: dict[str, Any] = {"__name__": f"kernelscope_fx_{graph}", "torch": fx_torch(), "device": torch.device,
                              "inf": math.inf, "nan": math.nan,
                              "__builtins__": {"__build_class__": builtins.__build_class__}}
     try:
@@ -116,6 +129,112 @@ def _fx_module(path: Path, graph: str) -> torch.nn.Module:
 
 # ---------------------------------------------------------------- inputs
 
+def storage_elements(shape: list[int], stride: list[int]) -> int:
+    """Elements of the storage a tensor of this size and stride reads (0 when it is empty)."""
+    return 1 + sum((d - 1) * s for d, s in zip(shape, stride)) if all(d > 0 for d in shape) else 0
+
+
+def check_inputs(plans: list[dict[str, Any]], device: str) -> int:
+    """BenchFailure (one line) for a recorded input no tensor can have (a negative size or stride, a size
+    that is not a whole number) or more bytes than the device has free; else the bytes of one input set.
+    Checked before anything is allocated: a get_args() asking for 4 TB went straight to the allocator."""
+    total = 0
+    for plan in plans:
+        for spec in plan["inputs"]:
+            if spec["kind"] != "tensor":
+                continue
+            where = f"{plan['graph']}: input {spec['name']}"
+            shape, stride = spec.get("shape"), spec.get("stride")
+            if not (isinstance(shape, list) and isinstance(stride, list) and len(shape) == len(stride)
+                    and all(type(v) is int for v in shape + stride)):
+                raise BenchFailure("args", f"{where}: get_args() gives no whole-number size and stride of one "
+                                   "length; the bundle's output code is damaged")
+            if any(d < 0 for d in shape):
+                raise BenchFailure("args", f"{where}: get_args() asks for a negative size {shape}; the bundle's "
+                                   "output code is damaged")
+            if any(st < 0 for st in stride):
+                raise BenchFailure("args", f"{where}: get_args() asks for a negative stride {stride}, which no "
+                                   "tensor input has; the bundle's output code is damaged")
+            dtype = DTYPES.get(spec.get("dtype"))
+            if dtype is None:
+                raise BenchFailure("args", f"{where}: cannot make a tensor of dtype {spec.get('dtype')}")
+            total += storage_elements(shape, stride) * dtype.itemsize
+    free = free_bytes(device)
+    # One set of inputs and the copy each call gets: past what is free the allocator fails (or the OOM killer).
+    if free is not None and 2 * total > free:
+        raise BenchFailure("args", f"the bundle's inputs need {_size(total)} (and a copy of them), more than the "
+                           f"{_size(free)} free on {device}; bench it on a machine with more memory")
+    return total
+
+
+def free_bytes(device: str) -> int | None:
+    """Bytes free on the device: CUDA's free memory, else the host's MemAvailable (None when unknown)."""
+    if device.startswith("cuda"):
+        try:
+            return int(torch.cuda.mem_get_info()[0])
+        except Exception:
+            return None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def check_fx_agrees(plan: dict[str, Any]) -> None:
+    """BenchFailure when get_args() makes an input of another size or stride than the FX graph declares for
+    it (a zero stride where the graph reads a dense tensor): the two sides would run different programs."""
+    declared = fx_placeholder_layouts(Path(plan["eager_fx"]).read_text(encoding="utf-8", errors="replace"))
+    if len(declared) != len(plan["inputs"]):  # the planner matched them one to one; nothing to compare else
+        return
+    for spec, layout in zip(plan["inputs"], declared):
+        if spec["kind"] != "tensor" or layout is None:
+            continue
+        shape, stride = layout
+        for what, mine, theirs in (("size", spec["shape"], shape), ("stride", spec["stride"], stride)):
+            if theirs is None or len(theirs) != len(mine):
+                continue
+            if any(isinstance(t, int) and t != m for m, t in zip(mine, theirs)):
+                raise BenchFailure("args", f"{plan['graph']}: input {spec['name']}: get_args() makes {what} {mine}, but "
+                                   f"the FX graph declares {list(theirs)}; the bundle's output code and FX graph "
+                                   "disagree (damaged or edited)")
+
+
+_LAYOUT = re.compile(r"^[a-z0-9]+\[([^\]]*)\]\[([^\]]*)\]")
+
+
+def fx_placeholder_layouts(text: str) -> list[tuple[list, list] | None]:
+    """Per placeholder in order, (size, stride) from a printed graph's annotation (``"f32[8, 3][3, 1]cpu"``;
+    a symbolic dimension is its name), None where it has none."""
+    import ast
+
+    try:
+        tree = ast.parse(fx_source(text))
+    except (SyntaxError, ValueError):
+        return {}
+    forward = next((f for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
+                    if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
+    def dims(text: str) -> list:
+        return [int(d) if d.strip().lstrip("-").isdigit() else d.strip() for d in text.split(",") if d.strip()]
+
+    out: list[tuple[list, list] | None] = []
+    for a in forward.args.args[1:] if forward is not None else []:
+        ann = a.annotation
+        m = _LAYOUT.match(ann.value.strip()) if isinstance(ann, ast.Constant) and isinstance(ann.value, str) else None
+        out.append((dims(m.group(1)), dims(m.group(2))) if m else None)
+    return out
+
+
 def make_input(spec: dict[str, Any], device: str, double: bool = False) -> Any:
     kind = spec["kind"]
     if kind in ("int", "float", "bool"):
@@ -126,7 +245,7 @@ def make_input(spec: dict[str, Any], device: str, double: bool = False) -> Any:
     if dtype is None:
         raise BenchFailure("args", f"input {spec['name']}: cannot make a tensor of dtype {spec['dtype']}")
     shape, stride = spec["shape"], spec["stride"]
-    needed = 1 + sum((d - 1) * s for d, s in zip(shape, stride) if d > 0) if all(d > 0 for d in shape) else 0
+    needed = storage_elements(shape, stride)
     if spec.get("high") is not None:
         flat = torch.randint(int(spec["low"]), int(spec["high"]), (needed,), device=device)
         flat = flat.to(dtype)
@@ -258,13 +377,16 @@ def run_section(request: dict, events) -> dict[str, Any]:
     plans = request["bundle_plan"]["graphs"]
     events.emit("compile", f"loading the bundle's output code: {len(plans)} graph{'s' if len(plans) != 1 else ''} "
                 "(their kernels compile now)")
+    check_inputs(plans, device)  # before any of its code loads or any input is allocated
+    for p in plans:
+        check_fx_agrees(p)
     vectors = cpu_vectors_note(plans) if device == "cpu" else ""
     t = time.perf_counter()
     graphs = [GraphRun(p, work, i) for i, p in enumerate(plans)]
     compile_s = round(time.perf_counter() - t, 3)
     eager, compiled = BundleStep(graphs, "eager"), BundleStep(graphs, "compiled")
-    first = make_set(graphs, device)
     try:
+        first = make_set(graphs, device)
         compiled(copy_set(first))
         eager(copy_set(first))
     except BenchFailure:
