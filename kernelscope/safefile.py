@@ -177,3 +177,37 @@ def writable_folder(folder: str | os.PathLike, need: int = 1 << 20) -> str | Non
     if free is not None and free < need:
         return f"cannot write in {p} (no space left on the device: {_size(free)} free)"
     return None
+
+
+def open_private_log(path: str | os.PathLike) -> int:
+    """A descriptor to append to the log file ``path``: created 0600, or an existing one of this user's made
+    0600; never through a symlink (O_NOFOLLOW: a planted link to ~/.bashrc is refused), never a FIFO, device
+    or socket (opened without blocking, then checked). FileProblem names the file and why."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        fd = os.open(path, flags, 0o600)
+    except (OSError, ValueError) as exc:
+        if getattr(exc, "errno", None) == errno.ELOOP:
+            raise FileProblem(f"{path} is a symlink; refusing to write a log through it") from exc
+        try:  # a FIFO with no reader fails the non-blocking open (ENXIO): name what it is
+            mode = os.lstat(path).st_mode
+        except (OSError, ValueError):
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise NotRegular(f"{path} is {_kind(mode)}, not a regular file; refusing to write a log to it") from exc
+        raise FileProblem(f"cannot write the log {path} ({why(exc)})") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegular(f"{path} is {_kind(info.st_mode)}, not a regular file; refusing to write a log to it")
+        if hasattr(os, "getuid") and info.st_uid != os.getuid():
+            raise FileProblem(f"{path} belongs to another user; refusing to write a log to it")
+        if stat.S_IMODE(info.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise

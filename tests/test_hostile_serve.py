@@ -97,3 +97,90 @@ def test_a_busy_or_impossible_port_is_one_line_and_exit_2():
     for bad in ("0", "70000"):
         proc = kernelscope_cmd("serve", "--port", bad, timeout=60)
         assert proc.returncode == 2 and "out of range" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# -- serve --log -------------------------------------------------------------------------------------------
+
+def _serve_log(*args: str) -> subprocess.CompletedProcess:
+    return kernelscope_cmd("serve", "--port", str(_free_port()), "--log", *args, timeout=60)
+
+
+def test_log_through_a_symlink_a_fifo_or_a_device_is_refused_at_once(tmp_path):
+    import os
+
+    bashrc = tmp_path / "bashrc"
+    bashrc.write_text("keep me\n")
+    link = tmp_path / "link.log"
+    link.symlink_to(bashrc)
+    fifo = tmp_path / "fifo.log"
+    os.mkfifo(fifo)
+    for path, words in ((link, "is a symlink"), (fifo, "FIFO"), ("/dev/full", "a device")):
+        proc = _serve_log(str(path))
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and words in lines[0], proc.stderr
+    assert bashrc.read_text() == "keep me\n"
+
+
+def test_an_existing_log_is_made_0600(tmp_path):
+    import os
+    import stat
+
+    from kernelscope.safefile import open_private_log
+
+    log = tmp_path / "serve.log"
+    log.write_text("old\n")
+    log.chmod(0o644)
+    os.close(open_private_log(log))
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600 and log.read_text() == "old\n"
+
+
+def test_the_token_is_redacted_from_library_error_reports_and_a_failing_log_is_one_line(tmp_path, capsys):
+    import logging
+    import os
+
+    from kernelscope.ui.serve import _log_handler
+
+    token = "tok-SECRET-123"
+    log = tmp_path / "serve.log"
+    handler = _log_handler(os.open(log, os.O_WRONLY | os.O_CREAT, 0o600), token)
+    lg = logging.getLogger("kernelscope-test-serve-log")
+    lg.addHandler(handler)
+    try:
+        try:
+            raise ValueError(f"Bad status line: b'GET /?token={token} HT\\x01TP/1.1' and {token}")
+        except ValueError:
+            lg.error("Error handling request", exc_info=True)
+        handler.flush()
+        text = log.read_text()
+        assert "Traceback" in text and "Bad status line" in text and token not in text
+        full = _log_handler(os.open("/dev/full", os.O_WRONLY), token)
+        lg.addHandler(full)
+        lg.error("first")
+        lg.error("second")
+        err = capsys.readouterr().err
+        assert err.count("cannot write the --log file (no space left on the device)") == 1
+        assert "Traceback" not in err
+    finally:
+        lg.handlers.clear()
+
+
+def test_a_bad_request_line_holding_the_token_never_reaches_the_log(tmp_path):
+    log = tmp_path / "serve.log"
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "kernelscope", "serve", "--port", str(port), "--log", str(log)],
+                            cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        token = re.search(r"\?token=([\w-]+)", line).group(1)
+        for raw in (f"GET /?token={token} HT\x01TP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n",
+                    f"GET /?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nBad Header: {token}\r\n\r\n"):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+                s.sendall(raw.encode())
+                assert s.recv(100).startswith(b"HTTP/1.0 400")
+        time.sleep(0.5)
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    text = log.read_text()
+    assert "Bad status line" in text and "Invalid header token" in text
+    assert token not in text and token not in err

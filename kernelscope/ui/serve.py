@@ -107,6 +107,13 @@ def port_problem(host: str, port: int) -> str | None:
     return None
 
 
+def redact(text: str, token: str) -> str:
+    """``text`` without the token: the token itself and any ``token=`` value."""
+    import re
+
+    return re.sub(r"(token=)[^&\s\"']+", r"\1<token>", text.replace(token, "<token>"))
+
+
 class RedactToken:
     """A logging filter that replaces the server's token (and any ``token=`` value) in a record's text."""
 
@@ -114,11 +121,41 @@ class RedactToken:
         self.token = token
 
     def filter(self, record) -> bool:
-        import re
-
-        text = record.getMessage().replace(self.token, "<token>")
-        record.msg, record.args = re.sub(r"(token=)[^&\s\"']+", r"\1<token>", text), ()
+        record.msg, record.args = redact(record.getMessage(), self.token), ()
         return True
+
+
+def _log_handler(fd: int, token: str):
+    """The --log handler: every record's whole text redacted as it is written (the message, and the
+    traceback and stack an HTTP library's error report carries: a bad request line quotes the token), and a
+    write that fails (a full disk) said once in one line, then the log given up, never a traceback a request."""
+    import logging
+
+    class RedactingFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return redact(super().format(record), token)
+
+    class LogHandler(logging.StreamHandler):
+        failed = False
+
+        def emit(self, record: logging.LogRecord) -> None:
+            if not self.failed:
+                super().emit(record)
+
+        def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802  (logging's name)
+            if self.failed:
+                return
+            self.failed = True
+            exc = sys.exc_info()[1]
+            from kernelscope.safefile import why
+
+            print(f"kernelscope: cannot write the --log file ({why(exc) if isinstance(exc, OSError) else exc}); "
+                  "serving on without it", file=sys.stderr, flush=True)
+
+    handler = LogHandler(os.fdopen(fd, "a", encoding="utf-8", errors="replace"))
+    handler.addFilter(RedactToken(token))
+    handler.setFormatter(RedactingFormatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    return handler
 
 
 def quiet_logging(token: str, log_file: str | None) -> None:
@@ -134,10 +171,14 @@ def quiet_logging(token: str, log_file: str | None) -> None:
         lg.setLevel(logging.CRITICAL + 1)
     if not log_file:
         return
-    fd = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
-    handler.addFilter(RedactToken(token))
-    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    from kernelscope.safefile import FileProblem, open_private_log
+
+    try:
+        fd = open_private_log(log_file)
+    except FileProblem as exc:  # changed since run() checked it: said, and served without
+        print(f"kernelscope: {exc}; serving without --log", file=sys.stderr, flush=True)
+        return
+    handler = _log_handler(fd, token)
     for name in ("aiohttp.access", "aiohttp.server", "aiohttp.web", "textual-serve"):
         lg = logging.getLogger(name)
         lg.setLevel(logging.DEBUG)
@@ -255,11 +296,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"kernelscope: {problem}", file=sys.stderr)
         return 2
     if getattr(args, "log", None):
+        from kernelscope.safefile import FileProblem, open_private_log
+
         try:  # said now, in one line, not as a failure to serve
-            os.close(os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
-        except OSError as exc:
-            print(f"kernelscope: cannot write the log {args.log} ({exc.strerror or exc}); give --log another file",
-                  file=sys.stderr)
+            os.close(open_private_log(args.log))
+        except FileProblem as exc:
+            print(f"kernelscope: {exc}; give --log another file", file=sys.stderr)
             return 2
     server = make_server(serve_command(args), args.host, args.port, secrets.token_urlsafe(24),
                          font_size=BIG_FONT if args.big else FONT,
