@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,16 +105,55 @@ def _spec_of(value: Any, index: int) -> str:
                            "numbers (described by shape and dtype); for others define NAME_inputs(device) next to "
                            "the function and pass no arguments")
     dtype = str(value.dtype).replace("torch.", "")
+    if dtype.startswith(("int", "uint")) and value.numel() and (value.is_meta or value.device.type == "meta"):
+        raise CaptureError(f"argument {index + 1} is an integer tensor on the meta device: it holds no values to "
+                           "take the range of its ids from; pass a real tensor (its values set the range)")
     short = next((k for k, v in DTYPES.items() if v == dtype and len(k) <= 4), None)
     if short is None:
         raise CaptureError(f"argument {index + 1}: dtype {dtype} has no --args spelling; use one of "
                            f"{', '.join(sorted({k for k in DTYPES if len(k) <= 4}))}")
     text = f"{short}[{', '.join(str(int(s)) for s in value.shape)}]"
     if dtype.startswith(("int", "uint")) and value.numel():
-        text += f" {int(value.min())}..{int(value.max()) + 1}"  # ids stay valid for the table they index
+        try:
+            low, high = int(value.min()), int(value.max()) + 1  # ids stay valid for the table they index
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise CaptureError(f"argument {index + 1}: cannot read its values for the range of its ids "
+                               f"({' '.join(str(exc).split())[:200]}); pass a plain tensor") from None
+        text += f" {low}..{high}"
     if value.requires_grad:
         text += " grad"
     return text
+
+
+_BOOL_OPTIONS = ("fullgraph", "backward", "no_grad", "inference_mode", "eval", "passes")
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    """CaptureError (one line) for an option of the wrong kind or value, before anything starts."""
+    import math
+
+    from kernelscope.capture.spec import MODES, PREVIEW_ARCHES
+
+    for name in _BOOL_OPTIONS:
+        if name in options and not isinstance(options[name], bool):
+            raise CaptureError(f"kernelscope.capture: {name}={options[name]!r}: pass True or False")
+    if "dynamic" in options and options["dynamic"] is not None and not isinstance(options["dynamic"], bool):
+        raise CaptureError(f"kernelscope.capture: dynamic={options['dynamic']!r}: pass True, False or None")
+    mode = options.get("mode", "default")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise CaptureError(f"kernelscope.capture: mode={mode!r} is not a torch.compile mode; use one of "
+                           f"{', '.join(MODES)}")
+    device = options.get("device")
+    if device is not None and not (isinstance(device, str) and re.fullmatch(r"cpu|cuda(:\d+)?", device)):
+        raise CaptureError(f"kernelscope.capture: device={device!r}: kernelscope captures on 'cpu' or 'cuda' "
+                           "(or 'cuda:N'); leave it out to use the GPU when there is one")
+    timeout = options.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout < math.inf):
+        raise CaptureError(f"kernelscope.capture: timeout={timeout!r}: pass a positive number of seconds")
+    preview = options.get("preview")
+    if preview is not None and preview not in PREVIEW_ARCHES:
+        raise CaptureError(f"kernelscope.capture: preview={preview!r}: use one of {', '.join(PREVIEW_ARCHES)}")
 
 
 def capture(fn: Any, *args: Any, out: str | os.PathLike | None = None, force: bool = False,
@@ -130,6 +171,7 @@ def capture(fn: Any, *args: Any, out: str | os.PathLike | None = None, force: bo
     if unknown:
         raise TypeError(f"kernelscope.capture: unknown option(s) {', '.join(unknown)}; "
                         f"known: {', '.join(_OPTION_NAMES)}")
+    _check_options(capture_options)
     file, name, _obj = _target_of(fn)
     args_text = ", ".join(_spec_of(v, i) for i, v in enumerate(args)) if args else None
     try:
@@ -167,7 +209,7 @@ class record:  # noqa: N801  (used as `with kernelscope.record(out):`, like a fu
 
     def __init__(self, out: str | os.PathLike, *, force: bool = False):
         self._where = _caller_outside_kernelscope()
-        self.out = Path(out)
+        self.out = Path(out).absolute()
         self.force = force
         self.summary: BundleSummary | None = None
         self._recording = None
@@ -175,11 +217,33 @@ class record:  # noqa: N801  (used as `with kernelscope.record(out):`, like a fu
     def __enter__(self) -> record:
         from kernelscope.capture.recorder import Recording
 
-        self._recording = Recording(self.out, replace=self.force, where=self._where)
-        self._recording.__enter__()
+        # torch's trace handler, its caches and the environment it reads are the process's own: two blocks
+        # recording at once (two threads, or one inside another) would write into each other's bundles.
+        if not _RECORDING.acquire(blocking=False):
+            raise CaptureError("kernelscope.record is already recording in this process (another thread, or an "
+                               "enclosing block): torch's trace settings are process-wide, so record one block "
+                               "at a time")
+        try:
+            self._recording = Recording(self.out, replace=self.force, where=self._where)
+            self._recording.__enter__()
+        except BaseException:
+            _RECORDING.release()
+            raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
-        self._recording.__exit__(exc_type, exc, tb)
+        try:
+            self._recording.__exit__(exc_type, exc, tb)
+        except Exception as failed:
+            if exc is None:
+                raise
+            # The block's own exception is what the caller must see; the bundle's failure goes with it.
+            exc.add_note(f"kernelscope.record could not write {self.out}: {' '.join(str(failed).split())[:300]}")
+            return False
+        finally:
+            _RECORDING.release()
         self.summary = BundleSummary.of(self._recording.bundle, self.out)
         return False
+
+
+_RECORDING = threading.Lock()  # held while a record block runs

@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     from kernelscope.environment import environment_problem
 
     first = next((a for a in argv if not a.startswith("-")), None)
-    problem = environment_problem(compiles=first not in COMMANDS or first in ("capture", "bench", "ui", "talk"))
+    problem = environment_problem(compiles=first not in COMMANDS or first in ("capture", "bench", "ui", "talk"),
+                                  needs_cwd=needs_cwd(argv, first))
     if problem:  # a deleted cwd, a quote in TMPDIR ...: said before anything trips on it
         if sys.stderr is not None:
             print(f"kernelscope: {problem}", file=sys.stderr)
@@ -60,6 +61,22 @@ def main(argv: list[str] | None = None) -> int:
 
         end_by_signal()  # a SIGTERM/SIGHUP, cleaned up after like Ctrl-C: end by it, as its sender expects
     return rc if flush_stdout() else rc or EXIT_USAGE
+
+
+# Commands that run a child or a program in the current folder, or write there by default.
+CWD_COMMANDS = frozenset({"capture", "run", "bench", "talk"})
+
+
+def needs_cwd(argv: list[str], first: str | None) -> bool:
+    """Whether the command needs the current folder: one of CWD_COMMANDS, the UI on a target or a relative
+    bundle, or an argument that reads as a relative path (``show /abs/bundle``, ``samples`` and the
+    gallery need none)."""
+    import os
+
+    if first in CWD_COMMANDS or (first is not None and first not in COMMANDS and not os.path.isabs(first)):
+        return True
+    words = [a for a in argv if not a.startswith("-") and a != first]
+    return any(not os.path.isabs(a) and (os.sep in a or "." in a) for a in words)
 
 
 def _main(argv: list[str], debug: bool) -> int:

@@ -17,16 +17,18 @@ from kernelscope.safefile import why
 _SHELL_BREAKING = set("'\"`$\\;&|<>\n")
 
 
-def environment_problem(compiles: bool = True) -> str | None:
+def environment_problem(compiles: bool = True, needs_cwd: bool = True) -> str | None:
     """Why kernelscope cannot run here, in one line, or None. ``compiles``: the command may run
-    torch.compile (TMPDIR matters then)."""
+    torch.compile (TMPDIR matters then); ``needs_cwd``: it needs the current folder (a relative path,
+    a child process started there), so a deleted one is refused up front."""
     if sys.stdout is None or sys.stderr is None:
         return "stdout or stderr is closed; run the command with its output going somewhere (e.g. >/dev/null)"
     try:
         os.getcwd()
     except OSError as exc:
-        return (f"the current folder no longer exists ({why(exc)}); cd to a folder that does and run "
-                "the command again")
+        if needs_cwd:
+            return (f"the current folder no longer exists ({why(exc)}); cd to a folder that does and run "
+                    "the command again")
     tmp = os.environ.get("TMPDIR")
     if compiles and tmp and _SHELL_BREAKING & set(tmp):
         bad = "".join(sorted(_SHELL_BREAKING & set(tmp))).replace("\n", "\\n").replace("\t", "\\t")
@@ -42,8 +44,6 @@ def environment_problem(compiles: bool = True) -> str | None:
             return f"the temp folder (TMPDIR): {problem}; free some space or point TMPDIR elsewhere"
     return None
 
-
-MIN_TEMP_FREE = 32 << 20  # a small CPU compile writes a few MB there; under this it would fail part way
 
 MIN_TEMP_FREE = 32 << 20  # a small CPU compile writes a few MB there; under this it would fail part way
 

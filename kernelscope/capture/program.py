@@ -33,7 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.bundle import provenance
-from kernelscope.bundle.io import BundleError, check_out, commit_staging_dir, make_staging_dir, save_manifest
+from kernelscope.bundle.io import (
+    BundleError,
+    check_out,
+    commit_staging_dir,
+    fresh_path,
+    is_bundle_folder,
+    make_staging_dir,
+    save_manifest,
+)
 from kernelscope.bundle.model import Bundle
 from kernelscope.capture import torch_hooks
 from kernelscope.capture.collect import write_bundle_from_work
@@ -200,7 +208,9 @@ class ProgramRun:
         if timeout is not None and not 0 < timeout < float("inf"):
             raise RunError("--timeout must be a positive number of seconds")
         self.command = list(command)
-        self.out = Path(out)
+        # Both fixed now: the program may delete its working folder (ours too) before the bundle is written.
+        self.cwd = os.getcwd()
+        self.out = Path(out).absolute()
         self.graphs, self.timeout, self.rank, self.mode = graphs, timeout, rank, mode
         self.replace = replace
         self.on_event = on_event
@@ -355,6 +365,21 @@ class ProgramRun:
             proc.wait()
             return None
 
+    def _trace_elsewhere(self, work: Path) -> str:
+        """Why the program's graphs are not in this run's trace though the hook saw them compile ('' when
+        it saw none): the program set TORCH_TRACE (or torch's trace logging) itself."""
+        seen = max((e.get("graphs", 0) for e in self.events if e.get("phase") == "compile" and "pid" in e),
+                   default=0)
+        if not seen:
+            return ""
+        env = next((e for e in self.events if e.get("phase") == "environment"), {})
+        ours = str(work / "trace")
+        where = next((d for d in [env.get("torch_trace"), *(env.get("trace_dirs") or [])]
+                      if isinstance(d, str) and d and os.path.abspath(d) != ours), "")
+        said = f" (to {one_line(where, 200)})" if where else ""
+        return (f"the program compiled {plural(seen, 'graph')}, but its trace went elsewhere{said}: it sets "
+                "TORCH_TRACE or torch's trace logging itself; leave that to kernelscope run")
+
     def _hooked(self) -> bool:
         return any(e.get("phase") == "compile" and "pid" in e for e in self.events)
 
@@ -394,21 +419,26 @@ class ProgramRun:
         else:
             targets = [(next(iter(by_rank), None), self.out)]
         result = RunResult("ok", stopped, why, rc=rc, seconds=seconds)
+        moved: list[str] = []
         for rank, out in targets:
             bundle = self._bundle(work, out, script, by_rank.get(rank, []), rank, sorted(
                 r for r in by_rank if r is not None), env, stopped, why, failed, rc, seconds)
-            result.outs.append(out)
+            if Path(bundle.root) != out:  # the program made OUT itself: the bundle went beside it
+                moved.append(f"{out} appeared while the program ran (the program made it?), so the bundle went "
+                             f"to {bundle.root}")
+            result.outs.append(Path(bundle.root))
             result.bundles.append(bundle)
         if any(b.status != "ok" for b in result.bundles):
             result.status = "failed"
             result.message = result.bundles[0].error
+        result.message = "; ".join([result.message, *moved])
         return result
 
     def _bundle(self, work: Path, out: Path, script: str | None, traces: list[TraceLog], rank: int | None,
                 ranks: list[int], env: dict, stopped: str, why: str, failed: str, rc: int | None,
                 seconds: float) -> Bundle:
         target = {"spec": shlex.join(self.command), "kind": "command", "origin": "run", "command": self.command,
-                  "cwd": os.getcwd(), "file": script or "", "name": "",
+                  "cwd": self.cwd, "file": script or "", "name": "",
                   "stopped": {"reason": stopped, "message": why, "exit_status": rc, "seconds": round(seconds, 2),
                               "graphs_asked": self.graphs, "timeout": self.timeout}}
         if rank is not None:
@@ -419,7 +449,11 @@ class ProgramRun:
         staging = make_staging_dir(out)
         try:
             write_bundle_from_work(work, staging, bundle, user_file=script or "", traces=traces)
-            if not bundle.graphs:
+            elsewhere = self._trace_elsewhere(work)
+            if not bundle.graphs and elsewhere:
+                bundle.status, bundle.error_kind = "failed", "no_graph"
+                bundle.error = f"{NO_GRAPH} in kernelscope's trace: {elsewhere}"
+            elif not bundle.graphs:
                 bundle.status, bundle.error_kind = "failed", "no_graph"
                 hint = (" before the program compiled its first graph" if stopped in ("cancelled", "interrupted")
                         or stopped.startswith("signal:")
@@ -434,6 +468,11 @@ class ProgramRun:
                 bundle.notes.append(f"rank {rank} of ranks {', '.join(map(str, ranks))} (one bundle per rank)")
             if env.get("device") != "cuda":
                 bundle.notes.append("Triton stages absent unless the program compiled for a CUDA device")
+            if (out.exists() or out.is_symlink()) and not (self.replace and is_bundle_folder(out)):
+                # Free at the start (checked): the program made it while it ran. Its run is kept beside it.
+                taken, out = out, fresh_path(out.parent, out.name)
+                bundle.notes.insert(0, f"{taken} appeared while the program ran (the program made it?): "
+                                       f"this bundle went to {out}")
             save_manifest(bundle, staging)
             commit_staging_dir(staging, out, replace=self.replace)
         except BaseException:

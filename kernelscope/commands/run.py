@@ -62,7 +62,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {one_line(event['phase']):<9} {one_line(event.get('message', ''), 300)}", file=sys.stderr,
               flush=True)
 
-    if not args.no_ui:
+    if not args.no_ui and not _terminal():
+        # A script or a CI job (stdin /dev/null, stdout a pipe): the explorer would draw into the pipe and
+        # wait for keys forever.
+        print("kernelscope: no terminal (stdin or stdout is not one): running as --no-ui, the summary is printed "
+              "instead of the explorer", flush=True)
+    elif not args.no_ui:
         ui = _run_in_ui(args, command, out)
         if ui is not None:
             return ui
@@ -82,6 +87,14 @@ def run(args: argparse.Namespace) -> int:
     for b in result.bundles:
         sys.stdout.write(printable(summary_text(b)))
     return 0
+
+
+def _terminal() -> bool:
+    """Whether the explorer has a terminal to draw on and read keys from."""
+    try:
+        return sys.stdin is not None and sys.stdout is not None and sys.stdin.isatty() and sys.stdout.isatty()
+    except (ValueError, OSError):  # a closed stream
+        return False
 
 
 def _print_outcome(result) -> bool:

@@ -83,7 +83,11 @@ class _GraphCounter(logging.Handler):
             self.graphs += 1
             if not self.sent_environment:
                 self.sent_environment = True
-                self.send("environment", "torch imported", environment=_environment())
+                # Where torch writes the trace, as the program left it: a program that sets TORCH_TRACE
+                # itself compiles and is counted here, but its trace never reaches the parent's folder.
+                dirs = [getattr(h, "root_dir", None) for h in logging.getLogger(self.trace_logger).handlers]
+                self.send("environment", "torch imported", environment=_environment(),
+                          torch_trace=os.environ.get("TORCH_TRACE"), trace_dirs=[d for d in dirs if d])
             self.send("compile", f"graph {self.graphs} generated", graphs=self.graphs)
             if self.wanted and self.graphs >= self.wanted and not self.armed:
                 self.armed = True

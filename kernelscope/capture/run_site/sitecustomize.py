@@ -35,5 +35,9 @@ def _chain_shadowed_sitecustomize() -> None:
 
 try:
     _chain_shadowed_sitecustomize()
-except Exception:
-    pass
+except Exception as _err:  # said as Python says it for its own sitecustomize, never swallowed
+    if sys.flags.verbose:
+        sys.excepthook(*sys.exc_info())
+    else:
+        print("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
+              f"{type(_err).__name__}: {_err}", file=sys.stderr)
