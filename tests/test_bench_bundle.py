@@ -175,7 +175,7 @@ def test_bench_view_asks_before_running_a_bundles_code(opened_cpu):
 
 
 def test_a_difference_that_dropout_explains_is_not_judged_and_long_problem_lists_are_cut():
-    from kernelscope.bench.tables import correctness_lines
+    from kernelscope.bench.wording import correctness_lines
 
     c = {"ok": False, "judged": False, "not_judged": "the graphs draw random numbers (inductor_random): eager and "
          "compiled draw different ones", "problems": [f"0-0-backward output {i}: differs" for i in range(27)],

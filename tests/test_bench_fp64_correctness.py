@@ -13,7 +13,7 @@ import torch
 
 from kernelscope.bench.correctness import compare, correctness
 from kernelscope.bench.step import Step
-from kernelscope.bench.tables import verdict_line
+from kernelscope.bench.wording import verdict_line
 
 FILE = Path(__file__).parent / "fixtures" / "targets" / "rounding.py"
 

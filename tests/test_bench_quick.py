@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kernelscope.bench import tables
+from kernelscope.bench import tables, wording
 from kernelscope.bench.launches import named_times
 from kernelscope.bench.timing import HostGate, loop_calls, time_calls_pair, time_loop
 
@@ -69,11 +69,11 @@ def test_cpu_table_marks_in_kernels_above_end_to_end_and_drops_the_grad_note_of_
 
 
 def test_grad_note_says_only_what_applies():
-    assert tables.run_state_line({"grad_mode": "no_grad", "train": "train", "holds_modules": False}).startswith(
+    assert wording.run_state_line({"grad_mode": "no_grad", "train": "train", "holds_modules": False}).startswith(
         "ran under no_grad (")
-    assert tables.run_state_line({"grad_mode": "grad", "train": "eval", "holds_modules": True}).startswith(
+    assert wording.run_state_line({"grad_mode": "grad", "train": "eval", "holds_modules": True}).startswith(
         "ran under grad, eval (")
-    assert tables.run_state_line({"grad_mode": "grad", "train": "train", "holds_modules": False}) == ""
+    assert wording.run_state_line({"grad_mode": "grad", "train": "train", "holds_modules": False}) == ""
 
 
 def test_l2_flushed_times_match_launches_by_name_and_order():
@@ -122,7 +122,7 @@ def _linear_relu_raw(device: str, flushed: bool) -> dict:
 def test_gpu_launches_show_their_l2_flushed_time_beside_the_time_in_the_call():
     from pathlib import Path
 
-    from kernelscope.bench.runner import build_record
+    from kernelscope.bench.record import build_record
     from kernelscope.bundle.io import read_bundle
 
     bundle = read_bundle(Path(__file__).parent / "fixtures" / "gpu" / "linear_relu")
@@ -138,7 +138,7 @@ def test_gpu_launches_show_their_l2_flushed_time_beside_the_time_in_the_call():
 def test_a_gpu_bundle_benched_on_the_cpu_says_its_launches_were_not_matched():
     from pathlib import Path
 
-    from kernelscope.bench.runner import build_record
+    from kernelscope.bench.record import build_record
     from kernelscope.bundle.io import read_bundle
 
     bundle = read_bundle(Path(__file__).parent / "fixtures" / "gpu" / "linear_relu")

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from kernelscope.bench.tables import compile_cache_note
+from kernelscope.bench.wording import compile_cache_note
 from kernelscope.capture import compile_cache
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from kernelscope.bench import tables
 from kernelscope.bench.launches import copy_summary, match, split_graph_replay, sum_check
-from kernelscope.bench.runner import build_record
+from kernelscope.bench.record import build_record
 from kernelscope.bundle.io import read_bundle
 from kernelscope.bundle.model import Bundle, Graph
 from kernelscope.ingest.guards import UNLOGGED, cudagraph_status, parse_cudagraph_log

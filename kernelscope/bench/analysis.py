@@ -128,6 +128,11 @@ def bar(value: float, top: float, width: int) -> str:
     return "█" * full + ("▏▎▍▌▋▊▉"[rest - 1] if rest else "")
 
 
+def short_name(name: str, width: int = 48) -> str:
+    """A kernel or op name cut to ``width`` characters, an ellipsis where it was cut."""
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
 def fmt_us(us: float | None) -> str:
     if us is None:
         return "-"

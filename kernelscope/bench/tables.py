@@ -1,37 +1,28 @@
 """Bench results as plain-text tables (pure): what ``kernelscope bench`` prints and the Bench view shows.
 
 Every number names its source: the graphs (computed), the profiler, CUDA events / the wall clock,
-do_bench, and the ceilings measured on the device.
+do_bench, and the ceilings measured on the device. The sentences between the tables (the sum check,
+the counts explained, the correctness verdict, the conditions of the run) are bench/wording.py's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.bench.analysis import bar, fmt_us
+from kernelscope.bench.analysis import bar, fmt_us, short_name
 from kernelscope.bench.bundle_plan import record_lines
 from kernelscope.bench.explain import FLAG_NOTES
+from kernelscope.bench.wording import (
+    ceiling_lines,
+    compile_cache_note,
+    correctness_lines,
+    explained_lines,
+    header_lines,
+    host_lines,
+    run_state_line,
+    sum_check_lines,
+)
 from kernelscope.units import fmt_bytes
-
-
-def compile_cache_note(rec: dict[str, Any]) -> str:
-    """How the bench's compile went: Inductor's cache held the capture's graphs (capture/compile_cache.py),
-    or it compiled anew; nothing where the bench did not count."""
-    cache = rec.get("compile_cache")
-    if not isinstance(cache, dict):
-        return ""
-    hits, misses = cache.get("hits") or 0, cache.get("misses") or 0
-    if hits and not misses:
-        took = rec.get("capture_compile_s")
-        then = f"; the capture's compile and first call took {took:.1f} s" if isinstance(took, (int, float)) else ""
-        return f": Inductor's cache held the capture's compiled graph{'s' if hits > 1 else ''}{then}"
-    if hits:
-        return f": {hits} graph{'s' if hits > 1 else ''} from Inductor's cache, {misses} compiled anew"
-    return ": compiled anew" if misses else ""
-
-
-def _short(name: str, width: int = 48) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def counts_lines(counts: dict[str, Any]) -> list[str]:
@@ -69,22 +60,6 @@ def flag_lines(flags: set[str]) -> list[str]:
     return [f"  {MARKS[f]} {FLAG_NOTES[f]}" for f in ("bound", "cache", "cache_measured") if f in flags]
 
 
-def sum_check_lines(rec: dict[str, Any]) -> list[str]:
-    c = rec.get("sum_check")
-    if not c:
-        return []
-    verdict = "OK" if c["ok"] else "MISMATCH"
-    copies = (f" + CUDA-graph input copies {fmt_us(c['copies_us'])} = {fmt_us(c['launches_us'] + c['copies_us'])}"
-              if c.get("copies_us") else "")
-    line = (f"sum check {verdict}: per-launch times add up to {fmt_us(c['launches_us'])}{copies} per call, the "
-            f"profiler's device total is {fmt_us(c['total_us'])} ({c['diff_pct']:+.1f}%, within 1% is OK); "
-            f"{c['launches'] - c['untimed']} of {c['launches']} launches timed")
-    out = [line]
-    for u in rec.get("unclaimed") or []:
-        out.append(f"  not a launch of the bundle: {u['per_call']:g}x {_short(u['name'], 50)} {fmt_us(u['us'])} per call")
-    return out
-
-
 def where_lines(rec: dict[str, Any], limit: int = 25) -> list[str]:
     rows = rec.get("where_time_goes")
     if not rows:
@@ -102,27 +77,13 @@ def where_lines(rec: dict[str, Any], limit: int = 25) -> list[str]:
         tf = f"{r['tflops']:.2f}" if r.get("tflops") else ""
         if r.get("flag"):
             flags.add(r["flag"])
-        out.append(f"  {_short(name, 45):<46}{fmt_us(r.get('us')):>9}{share:>7}{r['launches']:>9g}"
+        out.append(f"  {short_name(name, 45):<46}{fmt_us(r.get('us')):>9}{share:>7}{r['launches']:>9g}"
                    f"{_bytes(r.get('bytes'), r.get('bytes_bound')):>12}{gbps:>8}{_pct(r.get('pct_copy'), r.get('flag')):>7}"
                    f"  {tf}")
     if len(rows) > limit:
         rest = sum(r.get("us") or 0 for r in rows[limit:])
         out.append(f"  ... {len(rows) - limit} more definitions, {fmt_us(rest)} together")
     return out + flag_lines(flags)
-
-
-def explained_lines(rec: dict[str, Any]) -> list[str]:
-    ex = rec.get("counts_explained")
-    if not ex:
-        return []
-    out = ["Kernel counts per call: computed from the graphs vs measured by the profiler",
-           f"  {'':<10}{'computed':>9}{'measured':>10}  why they differ"]
-    for side in ("eager", "compiled"):
-        d = ex[side]
-        reasons = d["reasons"]
-        out.append(f"  {side:<10}{d['computed']:>9}{d['measured']:>10g}  {reasons[0]}")
-        out += [f"  {'':<29}{r}" for r in reasons[1:]]
-    return out
 
 
 def _kernels(n: float) -> str:
@@ -157,7 +118,7 @@ def cudagraph_lines(rec: dict[str, Any]) -> list[str]:
         what = (f"{copies['tensors']} input tensors, {fmt_bytes(copies['bytes'])} copied per call"
                 if copies.get("tensors") is not None else "the inputs")
         out.append(f"  input copies: {what} into the graph's static buffers before each replay: "
-                   f"{_kernels(copies['kernels_per_call'])} ({', '.join(_short(x['name'], 40) for x in copies['names'])}),"
+                   f"{_kernels(copies['kernels_per_call'])} ({', '.join(short_name(x['name'], 40) for x in copies['names'])}),"
                    f" {fmt_us(copies['us'])} per call" + (f", {gbps:.0f} GB/s" if gbps else "")
                    + "; not part of any kernel's time above")
     eager_n = rec["eager"].get("launches_per_call")
@@ -194,85 +155,6 @@ def cudagraph_lines(rec: dict[str, Any]) -> list[str]:
         if how:
             out.append(f"  inputs in place: {how}; the same kernels, no copies")
     return out
-
-
-def header_lines(rec: dict[str, Any]) -> list[str]:
-    dev = rec.get("device") or {}
-    v = rec.get("versions") or {}
-    where = dev.get("device_name") or dev.get("cpu_model") or "?"
-    label = "GPU" if dev.get("device") == "cuda" else "CPU"
-    out = [f"{label}: {where}  torch {v.get('torch')}  triton {v.get('triton')}  python {v.get('python')}"
-           + (f"  cuda {v.get('cuda')}" if dev.get("device") == "cuda" else "")
-           + f"  ({rec.get('ran_at', '')})"]
-    clocks = rec.get("clocks") or {}
-    parts = []
-    for when in ("before", "after"):
-        c = clocks.get(when) or {}
-        smi = c.get("nvidia_smi")
-        if smi:
-            parts.append(f"{when}: SM {smi.get('clocks.sm')}/{smi.get('clocks.max.sm')} MHz, "
-                         f"mem {smi.get('clocks.mem')} MHz, {smi.get('temperature.gpu')} C, {smi.get('power.draw')} W")
-        elif c.get("cpu_mhz"):
-            mhz = c["cpu_mhz"]
-            parts.append(f"{when}: {min(mhz)}-{max(mhz)} MHz")
-        elif c.get("nvidia_smi_error"):
-            parts.append(f"{when}: nvidia-smi failed ({c['nvidia_smi_error'][:60]})")
-    if parts:
-        out.append("clocks " + "; ".join(parts))
-    return out
-
-
-def ceiling_lines(ceil: dict[str, Any]) -> list[str]:
-    out = []
-    copy = ceil.get("copy")
-    if copy:
-        out.append(f"copy ceiling {copy['gbps']:.0f} GB/s (measured {copy.get('measured_at', '')}: {copy['method']})")
-    for key, mm in (ceil.get("matmul") or {}).items():
-        out.append(f"matmul ceiling {key} {mm['tflops']:.1f} TFLOP/s ({mm['method']})")
-    return out
-
-
-def host_lines(rec: dict[str, Any]) -> list[str]:
-    """How fast the host ran while timing: which blocks the figures above come from."""
-    hosts = {side: (rec[side].get("e2e") or {}).get("host") for side in ("eager", "compiled")}
-    if not all(hosts.values()):
-        return []
-    ref = hosts["eager"].get("probe_reference_us")
-    slack = round(100 * (hosts["eager"].get("slack", 1.0) - 1))
-    parts = []
-    for side, h in hosts.items():
-        share = 100 * h["full_speed_blocks"] / h["blocks"] if h["blocks"] else 0
-        parts.append(f"{side} {h['full_speed_blocks']}/{h['blocks']} blocks ({share:.0f}%)")
-    out = [f"  host speed: a Python probe before each block of calls (fastest seen here {ref} µs); blocks with "
-           f"the host within {slack}% of that: " + ", ".join(parts)]
-    gated = [side for side, h in hosts.items() if h["gated"]]
-    every = [side for side, h in hosts.items() if not h["gated"]]
-    if gated:
-        out.append(f"  end-to-end of {' and '.join(gated)}: from those blocks (all blocks: "
-                   + ", ".join(f"{side} {fmt_us(hosts[side]['all_median_us'])}" for side in gated) + ")")
-    if every:
-        out.append(f"  end-to-end of {' and '.join(every)}: every block (fewer than half ran at full speed; the "
-                   "bench does not wait for a quiet host, so end-to-end may be slower than this machine can do"
-                   + ("; per-launch times and sums are device-side and do not depend on it)"
-                      if (rec.get("device") or {}).get("device") == "cuda" else ")"))
-    return out
-
-
-def run_state_line(ran: dict[str, Any]) -> str:
-    """'ran under no_grad, eval (...)', only the parts that apply: the grad mode where it is not plain
-    grad or the call has modules with parameters, the train state where the target holds modules."""
-    if not ran.get("grad_mode"):
-        return ""
-    modules = ran.get("holds_modules", True)  # records from before this field: as they printed
-    parts = []
-    if ran["grad_mode"] != "grad" or modules:
-        parts.append(ran["grad_mode"])
-    if modules:
-        parts.append(ran.get("train") or "train")
-    if not parts:
-        return ""
-    return (f"ran under {', '.join(parts)} (as --no-grad / --inference-mode / --eval, or the bundle's recorded "
-            "options, say)")
 
 
 def fmt_range(lo: float | None, hi: float | None) -> str:
@@ -341,7 +223,7 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         out.append(f"{side} kernels{' (CPU ops)' if cpu else ''}, per call (profiler, "
                    f"{rec[side]['profile_calls']} calls)")
         for k in rec[side]["kernels"]:
-            out.append(f"  {k['per_call']:>4g}x {fmt_us(k['us_per_call']):>9}  {_short(k['name'], 66)}")
+            out.append(f"  {k['per_call']:>4g}x {fmt_us(k['us_per_call']):>9}  {short_name(k['name'], 66)}")
     out.append("")
     if rec.get("per_launch_skipped"):
         out.append(rec["per_launch_skipped"])
@@ -371,11 +253,11 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
             cold = "" if r.get("us_flushed") is None else fmt_us(r["us_flushed"]) + (
                 f" {r['pct_copy_flushed']:.0f}%" if r.get("pct_copy_flushed") is not None else "")
             cold = f"{cold:>14}"
-        out.append(f"  {_short(r['name'], 43):<44}{fmt_us(r.get('us')):>9}{cold}"
+        out.append(f"  {short_name(r['name'], 43):<44}{fmt_us(r.get('us')):>9}{cold}"
                    f"{_bytes(r.get('bytes_read'), r.get('moved_bound')):>11}"
                    f"{fmt_bytes(r.get('bytes_written')):>10}{gbps:>8}{pct:>7}  {flops}")
         if r.get("measured_as") and r["measured_as"] != [r["name"]]:
-            out.append(f"    measured as: {', '.join(_short(n, 60) for n in r['measured_as'])}")
+            out.append(f"    measured as: {', '.join(short_name(n, 60) for n in r['measured_as'])}")
     out += flag_lines(flags)
     l2 = rec.get("l2_flushed") or {}
     if l2.get("how") and flushed:
@@ -386,43 +268,6 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
         if section:
             out += ["", *section]
     return out + correctness_lines(rec)
-
-
-def correctness_lines(rec: dict[str, Any]) -> list[str]:
-    """The correctness verdict, what was compared, its problems, and the record's notes."""
-    out = []
-    c = rec.get("correctness") or {}
-    if c:
-        out.append("")
-        out.append(verdict_line(c))
-        out.append(f"  compared {c.get('compared')} (seed {c.get('seed')}); NaN eager {c.get('nan_eager')} / "
-                   f"compiled {c.get('nan_compiled')}")
-        problems = c.get("problems") or []
-        for p in problems[:8]:
-            out.append(f"  {p}")
-        if len(problems) > 8:  # a training graph has dozens of outputs: the first say what is wrong
-            out.append(f"  … and {len(problems) - 8} more (bundle.json: extra.bench.run.correctness.problems)")
-    for note in rec.get("notes", []):
-        out.append(f"note: {note}")
-    return out
-
-
-def verdict_line(c: dict[str, Any]) -> str:
-    """One line: the verdict, both errors against float64 (or the fallback and why) and the rule."""
-    if c.get("judged") is False:  # outputs that differ by design (random numbers drawn apart): no verdict
-        return f"correctness NOT JUDGED: {c.get('not_judged') or 'the outputs differ by design'}"
-    status = "OK" if c.get("ok") else "MISMATCH"
-    head = f"correctness {status}: "
-    if c.get("compiled_rmse") is not None:
-        return (head + f"vs a float64 run ({c.get('worst')}): compiled rmse {c['compiled_rmse']:.3g} "
-                f"(max abs {c['compiled_max_abs']:.3g}), eager rmse {c['eager_rmse']:.3g} "
-                f"(max abs {c['eager_max_abs']:.3g}); rule: {c.get('rule')}")
-    if c.get("rule"):
-        why = f" ({c['no_reference']})" if c.get("no_reference") else ""
-        return (head + f"compiled vs eager: max abs err {c.get('max_abs_err'):.3g}, max rel err "
-                f"{c.get('max_rel_err'):.3g}; no float64 reference{why}; rule: {c['rule']}")
-    return (head + f"max abs err {c.get('max_abs_err'):.3g}, max rel err {c.get('max_rel_err'):.3g} "
-            f"({c.get('rel_err_is')})")
 
 
 def sweep_lines(rec: dict[str, Any], width: int = 24) -> list[str]:

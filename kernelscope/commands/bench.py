@@ -31,7 +31,7 @@ def run_ncu(args: argparse.Namespace) -> int:
     import sys
 
     from kernelscope.bench import cli, ncu
-    from kernelscope.bench.runner import store
+    from kernelscope.bench.record import store
     from kernelscope.bundle.io import BundleError
     from kernelscope.errors import UsageError
 

@@ -1,0 +1,172 @@
+"""The bench's findings in sentences (pure): where and how it ran (the device, its clocks and ceilings,
+the host's speed, the grad mode), how the compile went, the per-launch sum check, the kernel counts
+explained and the correctness verdict. bench/tables.py lays out the tables these lines sit between.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelscope.bench.analysis import fmt_us, short_name
+
+
+def compile_cache_note(rec: dict[str, Any]) -> str:
+    """How the bench's compile went: Inductor's cache held the capture's graphs (capture/compile_cache.py),
+    or it compiled anew; nothing where the bench did not count."""
+    cache = rec.get("compile_cache")
+    if not isinstance(cache, dict):
+        return ""
+    hits, misses = cache.get("hits") or 0, cache.get("misses") or 0
+    if hits and not misses:
+        took = rec.get("capture_compile_s")
+        then = f"; the capture's compile and first call took {took:.1f} s" if isinstance(took, (int, float)) else ""
+        return f": Inductor's cache held the capture's compiled graph{'s' if hits > 1 else ''}{then}"
+    if hits:
+        return f": {hits} graph{'s' if hits > 1 else ''} from Inductor's cache, {misses} compiled anew"
+    return ": compiled anew" if misses else ""
+
+
+def sum_check_lines(rec: dict[str, Any]) -> list[str]:
+    c = rec.get("sum_check")
+    if not c:
+        return []
+    verdict = "OK" if c["ok"] else "MISMATCH"
+    copies = (f" + CUDA-graph input copies {fmt_us(c['copies_us'])} = {fmt_us(c['launches_us'] + c['copies_us'])}"
+              if c.get("copies_us") else "")
+    line = (f"sum check {verdict}: per-launch times add up to {fmt_us(c['launches_us'])}{copies} per call, the "
+            f"profiler's device total is {fmt_us(c['total_us'])} ({c['diff_pct']:+.1f}%, within 1% is OK); "
+            f"{c['launches'] - c['untimed']} of {c['launches']} launches timed")
+    out = [line]
+    for u in rec.get("unclaimed") or []:
+        out.append(f"  not a launch of the bundle: {u['per_call']:g}x {short_name(u['name'], 50)} {fmt_us(u['us'])} per call")
+    return out
+
+
+def explained_lines(rec: dict[str, Any]) -> list[str]:
+    ex = rec.get("counts_explained")
+    if not ex:
+        return []
+    out = ["Kernel counts per call: computed from the graphs vs measured by the profiler",
+           f"  {'':<10}{'computed':>9}{'measured':>10}  why they differ"]
+    for side in ("eager", "compiled"):
+        d = ex[side]
+        reasons = d["reasons"]
+        out.append(f"  {side:<10}{d['computed']:>9}{d['measured']:>10g}  {reasons[0]}")
+        out += [f"  {'':<29}{r}" for r in reasons[1:]]
+    return out
+
+
+def header_lines(rec: dict[str, Any]) -> list[str]:
+    dev = rec.get("device") or {}
+    v = rec.get("versions") or {}
+    where = dev.get("device_name") or dev.get("cpu_model") or "?"
+    label = "GPU" if dev.get("device") == "cuda" else "CPU"
+    out = [f"{label}: {where}  torch {v.get('torch')}  triton {v.get('triton')}  python {v.get('python')}"
+           + (f"  cuda {v.get('cuda')}" if dev.get("device") == "cuda" else "")
+           + f"  ({rec.get('ran_at', '')})"]
+    clocks = rec.get("clocks") or {}
+    parts = []
+    for when in ("before", "after"):
+        c = clocks.get(when) or {}
+        smi = c.get("nvidia_smi")
+        if smi:
+            parts.append(f"{when}: SM {smi.get('clocks.sm')}/{smi.get('clocks.max.sm')} MHz, "
+                         f"mem {smi.get('clocks.mem')} MHz, {smi.get('temperature.gpu')} C, {smi.get('power.draw')} W")
+        elif c.get("cpu_mhz"):
+            mhz = c["cpu_mhz"]
+            parts.append(f"{when}: {min(mhz)}-{max(mhz)} MHz")
+        elif c.get("nvidia_smi_error"):
+            parts.append(f"{when}: nvidia-smi failed ({c['nvidia_smi_error'][:60]})")
+    if parts:
+        out.append("clocks " + "; ".join(parts))
+    return out
+
+
+def ceiling_lines(ceil: dict[str, Any]) -> list[str]:
+    out = []
+    copy = ceil.get("copy")
+    if copy:
+        out.append(f"copy ceiling {copy['gbps']:.0f} GB/s (measured {copy.get('measured_at', '')}: {copy['method']})")
+    for key, mm in (ceil.get("matmul") or {}).items():
+        out.append(f"matmul ceiling {key} {mm['tflops']:.1f} TFLOP/s ({mm['method']})")
+    return out
+
+
+def host_lines(rec: dict[str, Any]) -> list[str]:
+    """How fast the host ran while timing: which blocks the figures above come from."""
+    hosts = {side: (rec[side].get("e2e") or {}).get("host") for side in ("eager", "compiled")}
+    if not all(hosts.values()):
+        return []
+    ref = hosts["eager"].get("probe_reference_us")
+    slack = round(100 * (hosts["eager"].get("slack", 1.0) - 1))
+    parts = []
+    for side, h in hosts.items():
+        share = 100 * h["full_speed_blocks"] / h["blocks"] if h["blocks"] else 0
+        parts.append(f"{side} {h['full_speed_blocks']}/{h['blocks']} blocks ({share:.0f}%)")
+    out = [f"  host speed: a Python probe before each block of calls (fastest seen here {ref} µs); blocks with "
+           f"the host within {slack}% of that: " + ", ".join(parts)]
+    gated = [side for side, h in hosts.items() if h["gated"]]
+    every = [side for side, h in hosts.items() if not h["gated"]]
+    if gated:
+        out.append(f"  end-to-end of {' and '.join(gated)}: from those blocks (all blocks: "
+                   + ", ".join(f"{side} {fmt_us(hosts[side]['all_median_us'])}" for side in gated) + ")")
+    if every:
+        out.append(f"  end-to-end of {' and '.join(every)}: every block (fewer than half ran at full speed; the "
+                   "bench does not wait for a quiet host, so end-to-end may be slower than this machine can do"
+                   + ("; per-launch times and sums are device-side and do not depend on it)"
+                      if (rec.get("device") or {}).get("device") == "cuda" else ")"))
+    return out
+
+
+def run_state_line(ran: dict[str, Any]) -> str:
+    """'ran under no_grad, eval (...)', only the parts that apply: the grad mode where it is not plain
+    grad or the call has modules with parameters, the train state where the target holds modules."""
+    if not ran.get("grad_mode"):
+        return ""
+    modules = ran.get("holds_modules", True)  # records from before this field: as they printed
+    parts = []
+    if ran["grad_mode"] != "grad" or modules:
+        parts.append(ran["grad_mode"])
+    if modules:
+        parts.append(ran.get("train") or "train")
+    if not parts:
+        return ""
+    return (f"ran under {', '.join(parts)} (as --no-grad / --inference-mode / --eval, or the bundle's recorded "
+            "options, say)")
+
+
+def correctness_lines(rec: dict[str, Any]) -> list[str]:
+    """The correctness verdict, what was compared, its problems, and the record's notes."""
+    out = []
+    c = rec.get("correctness") or {}
+    if c:
+        out.append("")
+        out.append(verdict_line(c))
+        out.append(f"  compared {c.get('compared')} (seed {c.get('seed')}); NaN eager {c.get('nan_eager')} / "
+                   f"compiled {c.get('nan_compiled')}")
+        problems = c.get("problems") or []
+        for p in problems[:8]:
+            out.append(f"  {p}")
+        if len(problems) > 8:  # a training graph has dozens of outputs: the first say what is wrong
+            out.append(f"  … and {len(problems) - 8} more (bundle.json: extra.bench.run.correctness.problems)")
+    for note in rec.get("notes", []):
+        out.append(f"note: {note}")
+    return out
+
+
+def verdict_line(c: dict[str, Any]) -> str:
+    """One line: the verdict, both errors against float64 (or the fallback and why) and the rule."""
+    if c.get("judged") is False:  # outputs that differ by design (random numbers drawn apart): no verdict
+        return f"correctness NOT JUDGED: {c.get('not_judged') or 'the outputs differ by design'}"
+    status = "OK" if c.get("ok") else "MISMATCH"
+    head = f"correctness {status}: "
+    if c.get("compiled_rmse") is not None:
+        return (head + f"vs a float64 run ({c.get('worst')}): compiled rmse {c['compiled_rmse']:.3g} "
+                f"(max abs {c['compiled_max_abs']:.3g}), eager rmse {c['eager_rmse']:.3g} "
+                f"(max abs {c['eager_max_abs']:.3g}); rule: {c.get('rule')}")
+    if c.get("rule"):
+        why = f" ({c['no_reference']})" if c.get("no_reference") else ""
+        return (head + f"compiled vs eager: max abs err {c.get('max_abs_err'):.3g}, max rel err "
+                f"{c.get('max_rel_err'):.3g}; no float64 reference{why}; rule: {c['rule']}")
+    return (head + f"max abs err {c.get('max_abs_err'):.3g}, max rel err {c.get('max_rel_err'):.3g} "
+            f"({c.get('rel_err_is')})")
