@@ -116,15 +116,17 @@ def test_what_a_run_killed_with_sigkill_left_is_swept_at_the_next_start(tmp_path
 def test_sigterm_and_sighup_are_recorded_as_what_they_were(tmp_path, sig):
     script = tmp_path / "sleeps.py"
     script.write_text("import time\nprint('ready', flush=True)\ntime.sleep(300)\n")
-    out = tmp_path / "out"
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
     run = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "--no-ui", "-q", "-o", str(out), "--",
                             sys.executable, str(script)], cwd=str(tmp_path), stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                           stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp)})
     try:
         deadline = time.time() + 60
         while time.time() < deadline and not any(
                 (p / "stdout.txt").is_file() and "ready" in (p / "stdout.txt").read_text()
-                for p in Path(os.environ.get("TMPDIR", "/tmp")).glob("kernelscope-work-*")):
+                for p in tmp.glob("kernelscope-work-*")):
             time.sleep(0.1)
         time.sleep(0.2)
         run.send_signal(sig)
@@ -137,7 +139,7 @@ def test_sigterm_and_sighup_are_recorded_as_what_they_were(tmp_path, sig):
     assert m["target"]["stopped"]["reason"] == f"signal:{name}"
     assert f"received {name}" in m["error"] and "Ctrl-C" not in m["error"] + err
     assert "killed by SIGKILL" not in m["error"]  # not blamed on the program
-    assert not list(tmp_path.glob(".kernelscope-tmp-*"))
+    assert not list(tmp_path.glob(".kernelscope-tmp-*")) and list(tmp.iterdir()) == []
 
 
 def test_the_watchdog_ends_a_process_whose_main_thread_swallowed_the_unwind(tmp_path):
@@ -238,3 +240,50 @@ def test_one_huge_stderr_line_is_read_cut(tmp_path):
         fh.write(b"A" * (3 * collect.MAX_STDERR_LINE) + b"\nafter\n")
     text, note = collect.read_stderr_capped(log)
     assert text == "A" * collect.MAX_STDERR_LINE + "\nafter" and "read cut" in note
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_the_terminal_closing_under_the_run_screen_writes_the_bundle_and_leaves_nothing(tmp_path, sig):
+    import pty
+    import select
+
+    script = tmp_path / "ticks.py"
+    script.write_text("import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.2)\n")
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    tmp.mkdir()
+    main, child_end = pty.openpty()
+    os.set_blocking(main, False)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp), "TERM": "xterm-256color",
+           "COLUMNS": "100", "LINES": "30"}
+    run = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "-o", str(out), "--", sys.executable,
+                            str(script)], stdin=child_end, stdout=child_end, stderr=child_end, cwd=str(tmp_path),
+                           env=env, start_new_session=True)
+    os.close(child_end)
+    seen = b""
+    try:
+        deadline = time.time() + 90
+        while b"tick" not in seen and time.time() < deadline:  # the run screen shows the program's output
+            if select.select([main], [], [], 0.5)[0]:
+                try:
+                    seen += os.read(main, 65536)
+                except OSError:
+                    break
+        assert b"tick" in seen, "the run screen never showed the program's output"
+        run.send_signal(sig)
+        deadline = time.time() + 60
+        while run.poll() is None and time.time() < deadline:  # keep reading: a full pty would block it
+            if select.select([main], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(main, 65536)
+                except OSError:
+                    pass
+        assert run.poll() == -sig
+    finally:
+        run.kill()
+        os.close(main)
+    name = signal.Signals(sig).name
+    m = json.loads((out / "bundle.json").read_text())
+    assert m["target"]["stopped"]["reason"] == f"signal:{name}" and "SIGKILL" not in m["error"]
+    assert b"internal error" not in seen and b"Traceback" not in seen
+    assert list(tmp.iterdir()) == [] and not list(tmp_path.glob(".kernelscope-tmp-*"))
+    assert _alive_with(str(script)) == []

@@ -45,6 +45,20 @@ class Terminated(KeyboardInterrupt):
 
 
 received: list[int] = []  # the SIGTERM/SIGHUP received, for end_by_signal and for a job to record
+# Called with the signal instead of raising Terminated, while registered (unwind_with): an exception raised
+# out of a running event loop (Textual's) leaves its driver half torn down.
+_unwinders: list = []
+
+
+def unwind_with(callback) -> None:
+    """While ``callback`` is registered (until ``stop_unwinding``), a SIGTERM/SIGHUP calls ``callback(signum)``
+    in the main thread instead of raising Terminated; the children are killed and the watchdog armed as ever."""
+    _unwinders.append(callback)
+
+
+def stop_unwinding(callback) -> None:
+    if callback in _unwinders:
+        _unwinders.remove(callback)
 WATCHDOG_S = 10.0  # after a SIGTERM/SIGHUP, the cleanup's limit before the process ends by the signal
 
 
@@ -95,6 +109,13 @@ def install_parent_signal_handlers() -> None:
             watchdog = threading.Timer(WATCHDOG_S, os.kill, (os.getpid(), signum))
             watchdog.daemon = True
             watchdog.start()
+            if _unwinders:  # an event loop owns the main thread (the UI): it is asked to end, not unwound
+                for unwind in list(_unwinders):
+                    try:
+                        unwind(signum)
+                    except Exception:
+                        pass
+                return
             raise Terminated(signum)
 
         handler.kernelscope = True  # type: ignore[attr-defined]

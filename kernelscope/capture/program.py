@@ -233,7 +233,8 @@ class ProgramRun:
 
     def cancel(self) -> None:
         if not self._program_ended:  # a cancel while the bundle is written changes nothing (the UI closing)
-            self._stop("cancelled")
+            # The UI closing because this process got SIGTERM/SIGHUP: recorded as that, not as a cancel.
+            self._stop(f"signal:{signal_name(received[0])}" if received else "cancelled")
 
     def _event(self, event: dict[str, Any]) -> None:
         if event.get("phase") == "stopped":

@@ -119,8 +119,10 @@ def _print_outcome(result) -> bool:
 def _run_in_ui(args: argparse.Namespace, command: list[str], out: Path) -> int | None:
     """The explorer opens at once on the program's progress (kernelscope/ui/screens/run.py), then on its
     bundle. None: no explorer in this install (the caller prints the summary instead)."""
+    import asyncio
+
     from kernelscope.bundle.io import BundleError, check_out
-    from kernelscope.capture.lifeline import install_parent_signal_handlers
+    from kernelscope.capture.lifeline import install_parent_signal_handlers, received, stop_unwinding, unwind_with
     from kernelscope.capture.program import check_command
 
     try:
@@ -139,12 +141,24 @@ def _run_in_ui(args: argparse.Namespace, command: list[str], out: Path) -> int |
         raise UsageError(one_line(str(exc))) from exc
     app = make_app(run_job=job)
     install_parent_signal_handlers()  # closing the terminal (SIGHUP) or SIGTERM ends the program too
+
+    def end_ui(signum: int) -> None:
+        # In the main thread, inside Textual's loop: the app is asked to end (its driver restores the
+        # terminal), then the job writes what compiled below; the handler already killed the program.
+        loop = asyncio.get_running_loop()
+        loop.call_soon_threadsafe(app.exit, None, 128 + signum)
+
+    unwind_with(end_ui)
     try:
         app.run()
     finally:
-        if not job.done and job.running:  # the UI ended while the program ran (ctrl+q, a crash of the UI)
-            print("kernelscope: the explorer closed while the program ran: stopping it, writing what it compiled",
-                  file=sys.stderr, flush=True)
+        stop_unwinding(end_ui)
+        if not job.done and job.running and not received:  # the UI ended while the program ran (ctrl+q, a crash)
+            try:
+                print("kernelscope: the explorer closed while the program ran: stopping it, writing what it "
+                      "compiled", file=sys.stderr, flush=True)
+            except OSError:  # the terminal is gone
+                pass
         job.cancel()
         try:
             job.join()  # and wait for what it compiled to be written
