@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """A fault and bad-input run against the real CLI (issue 14): bad targets, `--args`, output paths, kills,
-corrupted bundles, TORCH_TRACE imports, serve, the UI and size limits.
+corrupted bundles, TORCH_TRACE imports, serve, the UI and size limits; then what `run` starts, what a
+bundle claims of itself and what reaches the terminal (issue 36).
 
 Every case runs `python -m kernelscope ...` in a subprocess (with a timeout) inside a temp folder this
 script makes and removes; HOME, TMPDIR and KERNELSCOPE_CACHE point into it, so nothing of the user's is at
@@ -49,7 +50,10 @@ AREAS = ["bad targets", "bad --args", "output paths", "kills", "corrupted bundle
          "serve", "UI", "size",
          # round two (issue 22)
          "escapes", "loaders", "serve log", "replace under a kill", "full disks", "processes", "received bundles",
-         "environment"]
+         "environment",
+         # round three (issue 36)
+         "bundle provenance", "run's terminal output", "run's processes", "stream sizes", "serve log file",
+         "bundle code inputs", "no terminal", "messages"]
 
 
 # -- what one case is, and how it is judged ---------------------------------------------------------
@@ -1728,8 +1732,8 @@ def env_cases() -> list[Case]:
         Case(V, "a deleted working folder: capture -o ABSOLUTE",
              runner=shell_runner("mkdir {d}/gone && cd {d}/gone && rmdir {d}/gone && exec {ks} capture add_relu -q "
                                  "-o {d}/out"), words=("current folder",), timeout=60),
-        Case(V, "a deleted working folder: show", runner=shell_runner("mkdir {d}/gone && cd {d}/gone && rmdir {d}/gone "
-                                                                       "&& exec {ks} show {fixture}"),
+        Case(V, "a deleted working folder: show a relative path", runner=shell_runner(
+            "mkdir {d}/gone && cd {d}/gone && rmdir {d}/gone && exec {ks} show rel/bundle"),
              words=("current folder",), timeout=60),
         Case(V, "stdout closed: show", runner=shell_runner("exec {ks} show {fixture} >&-"), words=("closed",)),
         Case(V, "stdout /dev/full: show", runner=shell_runner("exec {ks} show {fixture} >/dev/full"), words=("space",)),
@@ -1747,13 +1751,553 @@ def env_cases() -> list[Case]:
     ]
 
 
+# == round three (issue 36): what run starts, what a bundle claims, what reaches the terminal ==============
+
+GPU_ADD_RELU = REPO / "tests" / "fixtures" / "gpu" / "add_relu"
+CPU_TWO_CALLS = REPO / "tests" / "fixtures" / "cpu" / "add_relu_two_calls"
+
+
+def _canary_not_written(d: Path, o: Outcome) -> None:
+    if (d / "RAN").exists():
+        o.problems.append("ran the bundle's own code unasked (the canary was written)")
+
+
+def _claims_made_here(d: Path, remember_then_edit: bool = False) -> None:
+    """A GPU fixture whose manifest says `run` on this host, with a canary at the top of its output code."""
+    b = d / "x"
+    shutil.copytree(GPU_ADD_RELU, b)
+    m = manifest(b)
+    m["target"] = {"spec": "python train.py", "kind": "command", "origin": "run", "file": "", "name": "",
+                   "host": socket.gethostname(), "command": ["python", "train.py"]}
+    m["environment"]["host"] = socket.gethostname()
+    (b / "bundle.json").write_text(json.dumps(m))
+    code = b / m["graphs"][0]["files"]["output_code"]
+    if remember_then_edit:  # this machine's record kept for the code as it was, then the code changed
+        subprocess.run([PY, "-c", "import sys\nfrom kernelscope.bundle import provenance\n"
+                        "from kernelscope.bundle.io import read_bundle\n"
+                        "assert provenance.remember(read_bundle(sys.argv[1]))", str(b)],
+                       env={**os.environ, "PYTHONPATH": str(REPO), "KERNELSCOPE_CACHE": str(d / "cache")}, check=True)
+    code.write_text(f"open({str(d / 'RAN')!r}, 'w').write('ran')\n" + code.read_text())
+
+
+def provenance_cases() -> list[Case]:
+    P = "bundle provenance"
+    return [
+        Case(P, "bench of a bundle claiming origin run and this host", lambda d: ["bench", str(d / "x"), "-q"],
+             words=("--run-bundle-code",), setup=_claims_made_here, check=_canary_not_written, timeout=90),
+        Case(P, "bench of a bundle made here whose code changed since", lambda d: ["bench", str(d / "x"), "-q"],
+             words=("--run-bundle-code",), setup=lambda d: _claims_made_here(d, True), check=_canary_not_written,
+             timeout=90),
+    ]
+
+
+def run_cli_args(d: Path, script: str, *args: str, out: str | None = "out", ui: bool = False) -> list[str]:
+    return ["run", *([] if ui else ["--no-ui"]), "-q", *(["-o", str(d / out)] if out else []), "--", PY,
+            str(d / script), *args]
+
+
+FORGED_RUN_EVENTS = ("import json, os, sys\n"
+                     "hook = json.loads(os.environ['KERNELSCOPE_RUN_HOOK'])\n"
+                     "ev = {'phase': 'environment', 'message': 'x', 'environment': {'device': 'cpu' + "
+                     + repr(ESC_ALL) + ", 'torch': " + repr(ESC_TITLE) + ", " + repr(ESC_CLIP) + ": 'k'}}\n"
+                     "os.write(hook['event_fd'], (json.dumps(ev) + '\\n').encode())\n"
+                     "import torch\n"
+                     "f = torch.compile(lambda x: x.sin() + 1)\n"
+                     "f(torch.ones(8))\n")
+
+
+def _forged_compile_time(d: Path) -> None:
+    subprocess.run([PY, "-m", "kernelscope", "open", str(TRACE_FIXTURE), "--no-ui", "-o", str(d / "x")], check=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO), "KERNELSCOPE_CACHE": str(d / "cache")},
+                   capture_output=True)
+    m = manifest(d / "x")
+    ct = m["extra"]["compile_time"]
+    ct["compiles"][0]["function"] = "fn" + ESC_ALL
+    ct["compiles"][0]["phases"] = {"Dynamo" + ESC_TITLE + "```": 1.0, **ct["compiles"][0]["phases"]}
+    ct["phases"] = dict(ct["compiles"][0]["phases"])
+    ct["kernels"] = [{"compile_id": "0/0", "name": "k" + ESC_CLIP, "compile_s": 1.0, "autotune_cache": "",
+                      "configs": 1, "kernel_id": "", "autotune_s": None, "total_s": 1.0, "lines": ["a.py:1" + ESC_ALL]}]
+    (d / "x" / "bundle.json").write_text(json.dumps(m))
+
+
+def _safe_default_out(d: Path, o: Outcome) -> None:
+    made = list((d / "cwd" / "kernelscope-captures").glob("*"))
+    if len(made) != 1:
+        o.problems.append(f"made {len(made)} default -o folders")
+    elif not re.fullmatch(r"[A-Za-z0-9_-]+", made[0].name):
+        o.problems.append(f"the default -o folder is named {made[0].name!r}")
+
+
+def run_terminal_cases(compiles: bool) -> list[Case]:
+    T = "run's terminal output"
+    evil_name = "ev" + ESC_TITLE.replace("/", "") + "il\n'q.py"
+    cases = [
+        Case(T, "a failing program's last stderr line with escapes, its name too",
+             lambda d: run_cli_args(d, evil_name), words=("status 3", "boom"), check=no_escapes,
+             setup=lambda d: write(d / evil_name, f"import sys\nsys.stderr.write({('boom ' + ESC_ALL)!r} + '\\n')\n"
+                                                  "sys.exit(3)\n"), timeout=60),
+        Case(T, "the default -o of a script named with escapes, a newline and a quote",
+             lambda d: run_cli_args(d, evil_name, out=None), words=("no graph compiled",),
+             check=lambda d, o: (no_escapes(d, o), _safe_default_out(d, o)),
+             setup=lambda d: write(d / evil_name, "print('hi')\n"), timeout=60),
+        Case(T, "report md of forged compile-phase, function and kernel names",
+             lambda d: ["report", str(d / "x"), "--format", "md"], want=0, check=no_escapes,
+             setup=_forged_compile_time, timeout=90),
+        Case(T, "report html of forged compile-phase, function and kernel names",
+             lambda d: ["report", str(d / "x"), "--format", "html"], want=0, check=no_escapes,
+             setup=_forged_compile_time, timeout=90),
+    ]
+    if compiles:
+        cases.append(Case(T, "forged environment fields on run's event pipe, then a compile",
+                          lambda d: run_cli_args(d, "t.py"), want=0, check=no_escapes, compiles=True,
+                          setup=lambda d: write(d / "t.py", FORGED_RUN_EVENTS), timeout=400))
+    return cases
+
+
+DAEMONS = ("import os, shlex, subprocess, sys, time\n"
+           "sleeper = [sys.executable, '-c', 'import time; time.sleep(300)', sys.argv[1]]\n"
+           "subprocess.Popen(['setsid', *sleeper], env={}, close_fds=False, stdout=subprocess.DEVNULL,\n"
+           "                 stderr=subprocess.DEVNULL)\n"
+           "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execve(sys.executable, sleeper, {})\n"
+           "    os._exit(0)\n"
+           "subprocess.Popen(f'nohup setsid {shlex.join(sleeper)} >/dev/null 2>&1 &', shell=True,\n"
+           "                 env={'PATH': os.defpath})\n"
+           "time.sleep(1.0)\nprint('started them')\n")
+
+
+def _tagged(tag: str) -> list[int]:
+    """Live processes whose command line holds ``tag`` (what cleared its environment carries no case marker)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if tag.encode() in (entry / "cmdline").read_bytes().split(b"\0") and \
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def _no_daemons(d: Path, o: Outcome) -> None:
+    tag = f"ks-daemon-{d.name}"
+    if "started them" not in (d / "out" / "logs" / "stdout.txt").read_text(errors="replace"):
+        o.problems.append("the program did not start its daemons")
+    time.sleep(0.3)
+    left = _tagged(tag)
+    if left:
+        o.problems.append(f"{len(left)} daemon(s) outlived the run")
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    if o.seconds > 8:
+        o.problems.append(f"took {o.seconds:.0f} s (daemons holding the event pipe stall it)")
+
+
+SLEEPS = "import time\nprint('ready', flush=True)\nwhile True:\n    time.sleep(0.2)\n    print('tick', flush=True)\n"
+
+
+def _work_printed(folder: Path, word: str) -> bool:
+    return any(word in (p / "stdout.txt").read_text(errors="replace")
+               for p in (folder / "tmp").glob("kernelscope-work-*") if (p / "stdout.txt").is_file())
+
+
+def run_signal_runner(sig: int, in_pty: bool = False) -> Callable[[Case, Path, dict], Outcome]:
+    """SIG to `kernelscope run` (in a pty: under the run screen) once the program printed: it must end by the
+    signal, with a bundle saying so (not Ctrl-C, not the program's SIGKILL), and leave nothing."""
+    def run(case: Case, folder: Path, env: dict) -> Outcome:
+        import pty
+        import select
+
+        write(folder / "s.py", SLEEPS)
+        out = folder / "out"
+        t = time.perf_counter()
+        argv = [PY, "-m", "kernelscope", "run", *([] if in_pty else ["--no-ui", "-q"]), "-o", str(out), "--", PY,
+                str(folder / "s.py")]
+        main_fd = None
+        if in_pty:
+            main_fd, child_end = pty.openpty()
+            os.set_blocking(main_fd, False)
+            proc = subprocess.Popen(argv, cwd=str(folder / "cwd"), env={**env, "TERM": "xterm-256color"},
+                                    stdin=child_end, stdout=child_end, stderr=child_end, start_new_session=True)
+            os.close(child_end)
+        else:
+            proc = subprocess.Popen(argv, cwd=str(folder / "cwd"), env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        seen = b""
+
+        def drain() -> None:
+            nonlocal seen
+            if main_fd is not None and select.select([main_fd], [], [], 0.1)[0]:
+                try:
+                    seen += os.read(main_fd, 1 << 16)
+                except OSError:
+                    pass
+
+        try:
+            deadline = time.time() + 60
+            while not _work_printed(folder, "tick") and time.time() < deadline and proc.poll() is None:
+                drain()
+                time.sleep(0.1)
+            proc.send_signal(sig)
+            deadline = time.time() + 40
+            while proc.poll() is None and time.time() < deadline:
+                drain()
+                time.sleep(0.05)
+            if proc.poll() is None:
+                proc.kill()
+            err = seen.decode(errors="replace") if in_pty else proc.stderr.read().decode(errors="replace")
+        finally:
+            if main_fd is not None:
+                os.close(main_fd)
+        name = signal.Signals(sig).name
+        o = Outcome(2 if proc.returncode == -sig else proc.returncode, "", "", time.perf_counter() - t)
+        o.err = f"(ended by {name})"
+        if proc.returncode != -sig:
+            o.problems.append(f"ended with {proc.returncode}, not by {name}")
+        if "internal error" in err or "Traceback" in err:
+            o.problems.append("printed an internal error or a traceback")
+        try:
+            m = manifest(out)
+            if (m["target"].get("stopped") or {}).get("reason") != f"signal:{name}":
+                o.problems.append(f"recorded the stop as {(m['target'].get('stopped') or {}).get('reason')!r}")
+            if "Ctrl-C" in m.get("error", "") or "SIGKILL" in m.get("error", ""):
+                o.problems.append(f"the bundle says: {m.get('error')}")
+        except (OSError, ValueError):
+            o.problems.append("wrote no bundle")
+        if list((folder / "tmp").glob("kernelscope-work-*")) or list(folder.rglob(".kernelscope-tmp-*")):
+            o.problems.append(f"{name} left a work or staging folder")
+        return o
+    return run
+
+
+def sigkill_sweep_runner(case: Case, folder: Path, env: dict) -> Outcome:
+    """kill -9 of `kernelscope run` orphans what the program started; the next start must kill it."""
+    tag = f"ks-orphan-{folder.name}"
+    write(folder / "s.py", "import subprocess, sys, time\n"
+                           f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {tag!r}])\n"
+                           "print('tick', flush=True)\ntime.sleep(300)\n")
+    t = time.perf_counter()
+    proc = subprocess.Popen([PY, "-m", "kernelscope", "run", "--no-ui", "-q", "-o", str(folder / "out"), "--", PY,
+                             str(folder / "s.py")], cwd=str(folder / "cwd"), env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 60
+    while not _tagged(tag) and time.time() < deadline:
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    o = Outcome(0, "", "", 0.0)
+    if not _tagged(tag):
+        o.problems.append("the program's child never started")
+    nxt = run_cli(["run", "--no-ui", "-q", "-o", str(folder / "next"), "--", PY, "-c", "pass"], folder, env, 60)
+    deadline = time.time() + 5
+    while _tagged(tag) and time.time() < deadline:
+        time.sleep(0.1)
+    if _tagged(tag):
+        o.problems.append("the next start left the killed run's orphan running")
+    if nxt.rc != 2:
+        o.problems.append(f"the next start: exit {nxt.rc}: {nxt.err.strip()[-200:]}")
+    for p in list((folder / "tmp").glob("kernelscope-work-*")):
+        o.problems.append(f"{p.name} left after the next start")
+    o.seconds = time.perf_counter() - t
+    return o
+
+
+def run_process_cases() -> list[Case]:
+    R = "run's processes"
+    return [
+        Case(R, "setsid, double-forked and nohup daemons with emptied environments",
+             lambda d: run_cli_args(d, "daemons.py", f"ks-daemon-{d.name}"), words=("no graph compiled",),
+             setup=lambda d: write(d / "daemons.py", DAEMONS), check=_no_daemons, timeout=60),
+        Case(R, "SIGTERM mid-run", runner=run_signal_runner(signal.SIGTERM), timeout=120),
+        Case(R, "SIGHUP mid-run", runner=run_signal_runner(signal.SIGHUP), timeout=120),
+        Case(R, "the terminal closing under the run screen (SIGHUP in a pty)",
+             runner=run_signal_runner(signal.SIGHUP, in_pty=True), timeout=120),
+        Case(R, "SIGTERM under the run screen (pty)", runner=run_signal_runner(signal.SIGTERM, in_pty=True),
+             timeout=120),
+        Case(R, "kill -9 of run: the next start sweeps the program's orphans", runner=sigkill_sweep_runner,
+             want=0, timeout=150),
+    ]
+
+
+def _phase_trace(d: Path, pairs: int = 10_000) -> None:
+    shutil.copytree(TRACE_FIXTURE, d / "trace")
+    names = ["GraphLowering.run", "Scheduler.__init__", "Scheduler.codegen", "async_compile.wait"]
+    with open(d / "trace" / "zz_phases.log", "w") as fh:
+        t = 10**12
+        for i in range(pairs):
+            for name, ph, dt in (("inductor_compile", "B", 0), (names[i % 4], "B", 1), (names[i % 4], "E", 3),
+                                 ("inductor_compile", "E", 4)):
+                ev = {"name": name, "ph": ph, "ts": t + dt, "pid": 0, "cat": "dynamo_timed",
+                      "args": {"compile_id": "0/0"}}
+                fh.write(TRACE_HEAD + json.dumps({"chromium_event": {}, "frame_id": 0, "frame_compile_id": 0,
+                                                  "attempt": 0, "has_payload": "0" * 32}) + "\n\t" +
+                         json.dumps(ev) + "\n")
+            t += 5
+
+
+def size_round3_cases() -> list[Case]:
+    S = "stream sizes"
+    big_stderr = ("import sys\nline = 'INFO step 123456 loss=0.123 an ordinary log line of the program\\n' * 10000\n"
+                  "for _ in range(600):\n    sys.stderr.write(line)\n")
+    one_line = "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(400):\n    sys.stderr.write(chunk)\n"
+    return [
+        Case(S, "run of a program writing 400 MB of ordinary stderr lines: memory",
+             lambda d: run_cli_args(d, "t.py"), words=("no graph compiled",), runner=rss_runner(300),
+             setup=lambda d: write(d / "t.py", big_stderr), timeout=240),
+        Case(S, "run of a program writing one 400 MB stderr line: memory", lambda d: run_cli_args(d, "t.py"),
+             words=("no graph compiled",), runner=rss_runner(300), setup=lambda d: write(d / "t.py", one_line),
+             timeout=240),
+        Case(S, "open of a compile with 40,000 begin/end phase events",
+             lambda d: ["open", str(d / "trace"), "--no-ui", "-o", str(d / "o")], want=0, setup=_phase_trace,
+             timeout=150),
+    ]
+
+
+def _serve_log_problem(path_setup: Callable[[Path], Path], words: tuple[str, ...]) -> Case:
+    return Case("serve log file", "", lambda d: ["serve", "--port", str(free_port()), "--log", str(path_setup(d))],
+                words=words, timeout=30)
+
+
+def _keep_bashrc(d: Path, o: Outcome) -> None:
+    if (d / "home" / ".bashrc").read_text() != "keep me\n":
+        o.problems.append("the log was appended to the symlink's target")
+
+
+def _link_to_bashrc(d: Path) -> Path:
+    write(d / "home" / ".bashrc", "keep me\n")
+    link = d / "serve.log"
+    if not link.is_symlink():
+        link.symlink_to(d / "home" / ".bashrc")
+    return link
+
+
+def _fifo_log(d: Path) -> Path:
+    if not (d / "serve.log").exists():
+        os.mkfifo(d / "serve.log")
+    return d / "serve.log"
+
+
+def serve_log_file_runner(kind: str) -> Callable[[Case, Path, dict], Outcome]:
+    """serve --log over an existing 0644 file, or with bad request lines that quote the token."""
+    def run(case: Case, folder: Path, env: dict) -> Outcome:
+        t = time.perf_counter()
+        log = folder / "serve.log"
+        if kind == "0644":
+            write(log, "old\n")
+            log.chmod(0o644)
+        port = free_port()
+        proc = subprocess.Popen([PY, "-m", "kernelscope", "serve", "--port", str(port), "--log", str(log)],
+                                cwd=str(folder / "cwd"), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        o = Outcome(0, "", "", 0.0)
+        try:
+            line = proc.stderr.readline().decode(errors="replace")
+            m = re.search(r"\?token=([\w-]+)", line)
+            if not m:
+                o.problems.append(f"serve printed no URL: {line.strip()[:120]}")
+                return o
+            token = m.group(1)
+            if kind == "bad requests":
+                for raw in (f"GET /?token={token} HT\x01TP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n",
+                            f"GET /?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nBad Header: {token}\r\n\r\n"):
+                    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                        sock.sendall(raw.encode())
+                        sock.recv(100)
+                time.sleep(0.5)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                _, err = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                _, err = proc.communicate()
+        text = log.read_text(errors="replace")
+        if kind == "0644" and stat.S_IMODE(log.stat().st_mode) != 0o600:
+            o.problems.append(f"the existing log stayed mode {stat.S_IMODE(log.stat().st_mode):o}")
+        if kind == "bad requests":
+            if token in text:
+                o.problems.append("the log holds the token (in the HTTP library's error report)")
+            if "Bad status line" not in text:
+                o.problems.append("the log has no record of the bad request")
+            if token in err.decode(errors="replace"):
+                o.problems.append("the token reached the terminal again")
+        o.seconds = time.perf_counter() - t
+        return o
+    return run
+
+
+def serve_log_file_cases() -> list[Case]:
+    V = "serve log file"
+    cases = [_serve_log_problem(_link_to_bashrc, ("symlink",)), _serve_log_problem(_fifo_log, ("FIFO",)),
+             _serve_log_problem(lambda d: Path("/dev/full"), ("device",))]
+    for c, name in zip(cases, ("a symlink to ~/.bashrc as the log", "a FIFO as the log", "/dev/full as the log")):
+        c.name = name
+    cases[0].check = _keep_bashrc
+    cases += [Case(V, "an existing 0644 log", runner=serve_log_file_runner("0644"), want=0, timeout=90),
+              Case(V, "bad request lines and headers quoting the token", runner=serve_log_file_runner("bad requests"),
+                   want=0, timeout=90)]
+    return cases
+
+
+def _cpu_alone(d: Path, get_args_line: str | None = None, fx_line: str | None = None) -> None:
+    """The CPU fixture as a bundle alone (no function), its first input's get_args() line or FX graphs edited."""
+    b = d / "x"
+    shutil.copytree(CPU_TWO_CALLS, b)
+    m = manifest(b)
+    m["target"] = {"spec": "python t.py", "kind": "command", "origin": "run", "file": "", "name": ""}
+    (b / "bundle.json").write_text(json.dumps(m))
+    for g in m["graphs"]:
+        if get_args_line is not None:
+            code = b / g["files"]["output_code"]
+            code.write_text(code.read_text().replace(
+                "    arg0_1 = rand_strided((64, ), (1, ), device='cpu', dtype=torch.float32)", get_args_line, 1))
+        if fx_line is not None:
+            for key in ("fx-aot", "fx-post-grad"):
+                fx = b / g["files"][key]
+                fx.write_text(re.sub(r"(\n        return )", "\n        " + fx_line.replace("\\", "\\\\") + r"\1",
+                                     fx.read_text(), count=1))
+
+
+def bundle_code_cases() -> list[Case]:
+    B = "bundle code inputs"
+    argv = lambda d: ["bench", str(d / "x"), "--run-bundle-code", "--device", "cpu", "-q"]  # noqa: E731
+    line = "    arg0_1 = rand_strided(({size}, ), ({stride}, ), device='cpu', dtype=torch.float32)"
+
+    def edited(text: str) -> Callable[[Path], None]:
+        return lambda d: _cpu_alone(d, text)
+
+    out = [Case(B, name, argv, words=(words,), setup=edited(line.format(size=size, stride=stride)), timeout=150)
+           for name, size, stride, words in (
+               ("a negative stride", 64, -1, "negative stride"),
+               ("a negative size", -64, 1, "negative size"),
+               ("a zero stride over a dense read", 64, 0, "the FX graph declares"),
+               ("a 10**30-element input", 10**30, 1, "more than the"),
+               ("4 TB", 10**12, 1, "more than the"))]
+    # 12 GB under an 8 GB address-space cap (ulimit -v): refused before the allocator is asked
+    out.append(Case(B, "12 GB under an 8 GB ulimit -v", words=("more than the",),
+                    setup=edited(line.format(size=3 * 10**9, stride=1)), timeout=150,
+                    runner=shell_runner("ulimit -v 8000000 && exec {ks} bench {d}/x --run-bundle-code --device cpu -q")))
+    out.append(Case(B, "torch.save in the FX graph", argv, words=("torch.save, not a plain ATen op",),
+                    setup=lambda d: (_cpu_alone(d, fx_line=f"y = torch.save(arg0_1, {str(d / 'SAVED')!r})")),
+                    check=lambda d, o: (d / "SAVED").exists() and o.problems.append("torch.save ran"), timeout=150))
+    return out
+
+
+def _gone_cwd(cmd: str) -> str:
+    return "mkdir {d}/gone && cd {d}/gone && rmdir {d}/gone && exec {ks} " + cmd
+
+
+def no_terminal_cases() -> list[Case]:
+    N = "no terminal"
+    return [
+        Case(N, "run without --no-ui, stdin /dev/null and stdout a pipe", lambda d: run_cli_args(d, "t.py", ui=True),
+             words=("no graph compiled",), setup=lambda d: write(d / "t.py", "print('hello')\n"),
+             check=lambda d, o: "no terminal" not in o.out and o.problems.append("did not say it runs as --no-ui"),
+             timeout=60),
+        Case(N, "a program that deletes its working folder", lambda d: run_cli_args(d, "t.py"),
+             words=("no graph compiled",),
+             setup=lambda d: write(d / "t.py", "import os, shutil\nd = os.getcwd()\nos.chdir('/')\nshutil.rmtree(d)\n"),
+             check=lambda d, o: not (d / "out" / "bundle.json").is_file() and o.problems.append("wrote no bundle"),
+             timeout=60),
+        Case(N, "a deleted working folder: show /abs/bundle", runner=shell_runner(_gone_cwd("show {fixture}")),
+             want=0, words=("add_relu",), timeout=60),
+        Case(N, "a deleted working folder: samples", runner=shell_runner(_gone_cwd("samples")), want=0,
+             words=("add_relu",), timeout=60),
+    ]
+
+
+API_PROBE = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import kernelscope
+from kernelscope.api import CaptureError
+import t
+try:
+    t.go()
+except CaptureError as exc:
+    print(f"kernelscope: {exc}", file=sys.stderr); sys.exit(2)
+"""
+
+
+def api_runner(case: Case, folder: Path, env: dict) -> Outcome:
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run([PY, "-c", API_PROBE, str(folder)], cwd=str(folder / "cwd"), env=env,
+                              capture_output=True, timeout=case.timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return Outcome(None, "", "", time.perf_counter() - t, True)
+    return Outcome(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"),
+                   time.perf_counter() - t)
+
+
+API_F = "def f(x):\n    return x + 1\n\n"
+API_RECORD_FAILS = ("import os\nimport kernelscope\n\ndef go():\n    out = os.path.join(os.path.dirname(__file__), 'out')\n"
+                    "    try:\n        with kernelscope.record(out):\n            os.mkdir(out)\n"
+                    "            raise KeyError('the block')\n    except KeyError as exc:\n"
+                    "        assert any('could not write' in n for n in exc.__notes__), exc.__notes__\n"
+                    "        print('the block raised its own KeyError')\n")
+API_RECORD_THREADS = ("import os, threading\nimport kernelscope\n\ndef go():\n"
+                      "    here = os.path.dirname(__file__)\n    inside, leave = threading.Event(), threading.Event()\n"
+                      "    def first():\n        with kernelscope.record(os.path.join(here, 'a')):\n"
+                      "            inside.set(); leave.wait(60)\n"
+                      "    t = threading.Thread(target=first); t.start(); inside.wait(60)\n"
+                      "    try:\n        with kernelscope.record(os.path.join(here, 'b')):\n            pass\n"
+                      "    finally:\n        leave.set(); t.join()\n")
+
+
+def message_cases(compiles: bool) -> list[Case]:
+    M = "messages"
+    api = lambda body: (lambda d: write(d / "t.py", body))  # noqa: E731
+    cases = [
+        Case(M, "a crashing program: said once", lambda d: run_cli_args(d, "t.py"), words=("status 1", "boom"),
+             setup=lambda d: write(d / "t.py", "raise RuntimeError('boom')\n"), timeout=60),
+        Case(M, "a program that makes -o itself", lambda d: run_cli_args(d, "t.py", str(d / "out")),
+             words=("appeared while the program ran",),
+             setup=lambda d: write(d / "t.py", "import os, sys\nos.makedirs(sys.argv[1])\n"), timeout=60),
+        # the user's site folder on the program's path only (after run's own), not on kernelscope's
+        Case(M, "an error in the user's own sitecustomize",
+             lambda d: ["run", "--no-ui", "-q", "-o", str(d / "out"), "--", "sh", "-c",
+                        f'PYTHONPATH="$PYTHONPATH:{d / "site"}" exec {PY} {d / "t.py"}'],
+             words=("no graph compiled",),
+             setup=lambda d: (write(d / "t.py", "print('hi')\n"),
+                              write(d / "site" / "sitecustomize.py", "raise RuntimeError('my site')\n")),
+             check=lambda d, o: "Error in sitecustomize" not in (d / "out" / "logs" / "stderr.txt").read_text()
+             and o.problems.append("the user's sitecustomize error was swallowed"), timeout=60),
+        Case(M, "API: capture of an int64 meta tensor", runner=api_runner, words=("meta device",),
+             setup=api("import torch, kernelscope\n" + API_F + "def go():\n    kernelscope.capture(f, "
+                                                                "torch.empty(8, dtype=torch.int64, device='meta'))\n"),
+             timeout=120),
+        Case(M, "API: capture device='tpu'", runner=api_runner, words=("device='tpu'",),
+             setup=api("import kernelscope\n" + API_F + "def go():\n    kernelscope.capture(f, 1.0, device='tpu')\n")),
+        Case(M, "API: capture timeout='soon'", runner=api_runner, words=("timeout='soon'",),
+             setup=api("import kernelscope\n" + API_F + "def go():\n    kernelscope.capture(f, 1.0, timeout='soon')\n")),
+        Case(M, "API: a record whose commit fails keeps the block's exception", runner=api_runner, want=0,
+             words=("its own KeyError",), setup=api(API_RECORD_FAILS), timeout=120),
+        Case(M, "API: record in two threads at once", runner=api_runner, words=("already recording",),
+             setup=api(API_RECORD_THREADS), timeout=120),
+    ]
+    if compiles:
+        cases.append(Case(M, "a program that sets TORCH_TRACE itself", lambda d: run_cli_args(d, "t.py"),
+                          words=("its trace went elsewhere",), compiles=True, timeout=400,
+                          setup=lambda d: write(d / "t.py", "import os\nos.environ['TORCH_TRACE'] = "
+                                                f"{str(d / 'mine')!r}\nimport torch\n"
+                                                "f = torch.compile(lambda x: x.sin() + 1)\nf(torch.ones(8))\n")))
+    return cases
+
+
 def all_cases(compiles: bool) -> list[Case]:
     traces = trace_cases()
     _fix_trace_cases(traces)
     cases = [*target_cases(), *args_cases(), *output_cases(compiles), *kill_cases(), *bundle_cases(), *traces,
              *serve_cases(), *size_cases(),
              *escape_cases(), *loader_cases(), *serve_log_cases(), *replace_cases(), *disk_cases(),
-             *process_cases(compiles), *received_cases(), *env_cases()]
+             *process_cases(compiles), *received_cases(), *env_cases(),
+             *provenance_cases(), *run_terminal_cases(compiles), *run_process_cases(), *size_round3_cases(),
+             *serve_log_file_cases(), *bundle_code_cases(), *no_terminal_cases(), *message_cases(compiles)]
     return cases
 
 

@@ -17,6 +17,7 @@ import builtins
 import importlib.util
 import inspect
 import math
+import os
 import re
 import sys
 import time
@@ -27,8 +28,9 @@ from typing import Any
 import torch
 
 from kernelscope.bench import torch_private
-from kernelscope.bench.bundle_plan import fx_source, record_part
+from kernelscope.bench.bundle_plan import record_part
 from kernelscope.bench.correctness import compare
+from kernelscope.bench.printed_fx import fx_source
 from kernelscope.bench.profiling import profiled
 from kernelscope.bench.step import BenchFailure, rotated
 from kernelscope.bench.timing import (
@@ -120,7 +122,7 @@ def _fx_module(path: Path, graph: str) -> torch.nn.Module:
                              "inf": math.inf, "nan": math.nan,
                              "__builtins__": {"__build_class__": builtins.__build_class__}}
     try:
-        exec(compile(text, str(path), "exec"), scope)  # noqa: S102 - checked by bundle_plan.check_fx_code
+        exec(compile(text, str(path), "exec"), scope)  # noqa: S102 - checked by printed_fx.check_fx_code
         return scope["GraphModule"]()
     except Exception as exc:
         raise BenchFailure("bundle_code", f"{graph}: its FX graph does not load: {exc.__class__.__name__}: "
@@ -168,20 +170,30 @@ def check_inputs(plans: list[dict[str, Any]], device: str) -> int:
 
 
 def free_bytes(device: str) -> int | None:
-    """Bytes free on the device: CUDA's free memory, else the host's MemAvailable (None when unknown)."""
+    """Bytes free on the device: CUDA's free memory, else the host's MemAvailable, or less under an address
+    space limit (ulimit -v) what is left of it (None when unknown)."""
     if device.startswith("cuda"):
         try:
             return int(torch.cuda.mem_get_info()[0])
         except Exception:
             return None
+    free = None
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+            free = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:")), None)
     except (OSError, ValueError, IndexError):
         pass
-    return None
+    try:
+        import resource
+
+        cap = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if cap != resource.RLIM_INFINITY:
+            with open("/proc/self/statm", encoding="ascii") as fh:
+                used = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            free = max(0, cap - used) if free is None else min(free, max(0, cap - used))
+    except (ImportError, OSError, ValueError, IndexError):
+        pass
+    return free
 
 
 def _size(n: int) -> str:
