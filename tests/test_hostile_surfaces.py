@@ -1,7 +1,7 @@
-"""Hostile round two (issue 22): escape sequences from every entry point, loaders that check types, depth,
-file kinds and sizes, serve's log, a replace killed half way, full disks, SIGTERM, the user's leftover
-processes, received bundles and the environment. Fast: no compile (scripts/hostile_run.py runs the
-slow ones against the real CLI)."""
+"""Every surface against hostile input (first tried in issue 22): escape sequences from each entry point,
+loaders that check types, depth, file kinds and sizes, serve's log, a replace killed half way, full disks,
+SIGTERM, the user's leftover processes, received bundles and the environment. Fast: no compile
+(scripts/hostile_run.py runs the slow ones against the real CLI)."""
 
 from __future__ import annotations
 
