@@ -62,10 +62,10 @@ GRAPH = '''class GraphModule(torch.nn.Module):
 
 
 def _ints(graph: str):
-    from kernelscope.bench.bundle_plan import InputPlan, _int_range
+    from kernelscope.bench.bundle_inputs import InputPlan, int_range
 
     ids = InputPlan("primals_1", "tensor", [8], [1], "int64", "cpu")
-    _int_range(ids, parse_fx(graph), [ids])
+    int_range(ids, parse_fx(graph), [ids])
     return ids
 
 
