@@ -7,12 +7,28 @@ compiles in this process. Both write a bundle and return a ``BundleSummary``.
 """
 
 import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
-from kernelscope import capture  # the capture package, callable: kernelscope.capture(fn, *args, out=...)
+from kernelscope import capture  # the capture package, made callable below: kernelscope.capture(fn, *args, out=...)
 
 __all__ = ["__version__", "capture", "record"]
+
+
+class _CallablePackage(types.ModuleType):
+    """The capture package, callable: the attribute ``kernelscope.capture`` is the package as soon as any
+    of its modules is imported, so the API's function cannot take that name; the package calls it."""
+
+    def __call__(self, fn, *args, **kwargs):
+        """``kernelscope.capture(fn, *args, out=..., **capture_options)``: see kernelscope.api.capture."""
+        return importlib.import_module("kernelscope.api").capture(fn, *args, **kwargs)
+
+
+# Set here, at the top: the API sits above the capture layer (it prints with kernelscope.show), so the
+# capture package must not name it. Any import of kernelscope.capture.* runs this file first.
+sys.modules[capture.__name__].__class__ = _CallablePackage
 
 
 def record(out, *, force=False):

@@ -3,7 +3,11 @@ too), since a circle that only works because one side imports late breaks when s
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import grimp
+import pytest
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -59,3 +63,43 @@ def test_no_module_of_kernelscope_imports_itself_through_others():
              for m in graph.modules if m.startswith("kernelscope")}
     assert len(edges) > 50
     assert _cycles(edges) == []
+
+
+def _layer_of(module: str, layers: list[str]) -> int | None:
+    for i, layer in enumerate(layers):
+        if any(module == p or module.startswith(p + ".") for p in (x.strip() for x in layer.split("|"))):
+            return i
+    return None
+
+
+def _imports_by_name(path) -> list[tuple[int, str]]:
+    """``importlib.import_module("kernelscope.x")`` calls in one file: imports the import-linter cannot see."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
+                and str(node.args[0].value).startswith("kernelscope"):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def test_imports_by_name_point_down_the_layers_too():
+    """The layers contract (pyproject.toml) for the imports it cannot see: a module loaded by name from a
+    lower layer is an arrow up all the same (the capture package once called the API this way)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = Path(__file__).resolve().parents[1]
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers")
+    up = []
+    seen = 0
+    for path in sorted((root / "kernelscope").rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        for line, target in _imports_by_name(path):
+            seen += 1
+            mine, theirs = _layer_of(module, layers), _layer_of(target, layers)
+            if theirs is None:  # in no layer, it could be imported from anywhere, the API once was
+                up.append(f"{module}:{line} loads {target}, which is in no layer of the contract")
+            elif mine is not None and theirs < mine:
+                up.append(f"{module}:{line} loads {target}, a layer above it")
+    assert seen >= 1  # the root package loads the API by name
+    assert up == []
