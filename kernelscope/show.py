@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
     p.add_argument("--guards", action="store_true",
                    help="list every guard of each compile (the summary counts them by kind)")
+    p.add_argument("--all", action="store_true", dest="all_kernels",
+                   help="list every kernel of a job-sized bundle (its summary comes first: per graph, the "
+                        "kernels moving the most bytes)")
 
 
 def summary_dict(b: Bundle) -> dict[str, Any]:
@@ -100,9 +103,9 @@ def _compiles(b: Bundle) -> list[Graph]:
     return out
 
 
-def symbol_lines(b: Bundle) -> list[str]:
+def symbol_lines(b: Bundle, graphs: list[Graph] | None = None) -> list[str]:
     out = []
-    for g in _compiles(b):
+    for g in _compiles(b) if graphs is None else graphs:
         if not g.symbols:
             continue
         out.append(f"symbols of {g.compile_id} ({g.id}):")
@@ -121,11 +124,11 @@ def base(path: str) -> str:
     return base_name(path) or "?"
 
 
-def guard_lines(b: Bundle, limit: int = 120) -> list[str]:
+def guard_lines(b: Bundle, limit: int = 120, graphs: list[Graph] | None = None) -> list[str]:
     from collections import Counter
 
     out = []
-    for g in _compiles(b):
+    for g in _compiles(b) if graphs is None else graphs:
         if not g.guards:
             continue
         counts = Counter(x.get("group", "other") for x in g.guards)
@@ -265,7 +268,11 @@ def file_name(b: Bundle, file: str) -> str:
     return entry["name"] if entry else base_name(file)
 
 
-def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False) -> str:
+def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False, whole: bool | None = None) -> str:
+    """The bundle's summary: every graph and kernel with its nodes and lines; for a job-sized bundle
+    (kernelscope/job_summary.py) the job per graph and its heaviest kernels instead, unless ``whole``."""
+    from kernelscope.job_summary import is_job, job_lines
+
     out: list[str] = []
     t = b.target
     env = b.environment
@@ -294,6 +301,12 @@ def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False
     if b.timings:
         out.append("timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in b.timings.items()))
     out.append("")
+    if whole is False or (whole is None and is_job(b)):
+        out += job_lines(b)
+        if b.notes:
+            out.append("")
+            out += [f"note: {n}" for n in b.notes]
+        return "\n".join(out) + "\n"
     out.append(f"graphs ({len(b.graphs)}):")
     for g in b.graphs:
         where = f"  {g.code_name} at {base_name(g.code_file)}:{g.code_line}" if g.code_name else ""
@@ -424,6 +437,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary_dict(b), indent=1))
     else:
+        whole = True if getattr(args, "all_kernels", False) or getattr(args, "guards", False) else None
         sys.stdout.write(printable(summary_text(b, launches_too=getattr(args, "launches", False),
-                                                all_guards=getattr(args, "guards", False))))
+                                                all_guards=getattr(args, "guards", False), whole=whole)))
     return 0

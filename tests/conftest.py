@@ -1,7 +1,10 @@
-"""Shared fixtures: bundles built from the real H200 reference artifacts, and one real CPU capture.
+"""Shared fixtures: bundles built from the real H200 reference artifacts, and real CPU captures.
 
-Both are session-scoped: building from the reference is pure Python (well under a second each);
-the CPU capture runs a real torch.compile (about 20-30 s on a 2-core machine) once per run.
+All are session-scoped: building from the reference is pure Python (well under a second each); a
+CPU capture runs a real torch.compile (about 20-30 s on a 2-core machine). Under pytest-xdist
+(``make test`` runs two workers) each capture is made once per run, not once per worker: the first
+worker to ask builds it in the run's common temp folder while the others wait, then all read it
+(``built_once``). Tests that change a shared bundle copy it first.
 """
 
 from __future__ import annotations
@@ -10,9 +13,11 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 # A suite started under nohup inherits SIGHUP ignored, and so would every kernelscope it starts: the
 # hangup tests (tests/test_hostile_*.py) need the default a terminal session has.
@@ -34,6 +39,26 @@ def kernelscope_cmd(*args: str, timeout: float = 600, env: dict | None = None, c
                           timeout=timeout, env=full_env, cwd=cwd or str(REPO))
 
 
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The folder ``name``, filled by ``build`` once per test run. Without xdist that is this process;
+    with it, the first worker to get the lock builds it in the run's temp folder (the parent of every
+    worker's own), marks it done, and the others find it there. A build that fails leaves no mark:
+    the next worker to ask tries again (and fails with its own message)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        build(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent / "built-once"
+    shared.mkdir(exist_ok=True)
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            build(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def ref_bundles(tmp_path_factory) -> dict[str, Path]:
     """Bundles built from tests/fixtures/reference (real H200 TORCH_TRACE logs + Triton caches)."""
@@ -48,13 +73,16 @@ def ref_bundles(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+def _capture_into(out: Path, *args: str) -> None:
+    proc = kernelscope_cmd("capture", *args, "-o", str(out), "-q")
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.fixture(scope="session")
 def cpu_add_relu(tmp_path_factory) -> Path:
     """A real `kernelscope capture add_relu --device cpu`, shared by every test that reads it."""
-    out = tmp_path_factory.mktemp("cpu") / "add_relu"
-    proc = kernelscope_cmd("capture", "add_relu", "-o", str(out), "--device", "cpu", "-q")
-    assert proc.returncode == 0, proc.stderr
-    return out
+    return built_once(tmp_path_factory, "cpu-add_relu",
+                      lambda root: _capture_into(root / "add_relu", "add_relu", "--device", "cpu")) / "add_relu"
 
 
 def _preview_checked_or_skip() -> None:
@@ -76,15 +104,18 @@ def previews(tmp_path_factory) -> dict[tuple[str, str], Path]:
     """`kernelscope capture SAMPLE --preview ARCH` of every sample for sm_90 and sm_80 on this CPU
     machine, two at a time: {(sample, arch): bundle}."""
     _preview_checked_or_skip()
-    root = tmp_path_factory.mktemp("preview")
+    root = built_once(tmp_path_factory, "preview", _make_previews)
+    return {(sample, arch): root / arch / sample for arch in PREVIEW_ARCHES for sample in PREVIEW_SAMPLES}
+
+
+def _make_previews(root: Path) -> None:
     jobs = [(sample, arch) for arch in PREVIEW_ARCHES for sample in PREVIEW_SAMPLES]
-    out, running, failed = {}, [], []
+    running, failed = [], []
     while jobs or running:
         while jobs and len(running) < 2:
             sample, arch = jobs.pop(0)
-            out[sample, arch] = root / arch / sample
             cmd = [sys.executable, "-m", "kernelscope", "capture", sample, "--preview", arch, "-o",
-                   str(out[sample, arch]), "-q"]
+                   str(root / arch / sample), "-q"]
             running.append(((sample, arch), subprocess.Popen(cmd, cwd=str(REPO), stdout=subprocess.PIPE,
                                                              stderr=subprocess.PIPE, text=True)))
         key, proc = running.pop(0)
@@ -92,7 +123,6 @@ def previews(tmp_path_factory) -> dict[tuple[str, str], Path]:
         if proc.returncode != 0:
             failed.append(f"{key}: {err.strip()}")
     assert not failed, failed
-    return out
 
 
 @pytest.fixture(scope="session")
@@ -103,18 +133,26 @@ def preview_sm90(previews) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def cpu_dynamic_softmax(tmp_path_factory) -> Path:
     """A real `--dynamic` capture of softmax with three calls of different row counts."""
-    out = tmp_path_factory.mktemp("cpu") / "softmax_dynamic"
-    proc = kernelscope_cmd("capture", "softmax", "-o", str(out), "--device", "cpu", "--dynamic", "-q",
-                           "--args", "f32[64, 1024]; f32[128, 1024]; f32[256, 1024]")
-    assert proc.returncode == 0, proc.stderr
-    return out
+    return built_once(tmp_path_factory, "cpu-softmax_dynamic", lambda root: _capture_into(
+        root / "softmax_dynamic", "softmax", "--device", "cpu", "--dynamic",
+        "--args", "f32[64, 1024]; f32[128, 1024]; f32[256, 1024]")) / "softmax_dynamic"
 
 
 @pytest.fixture(scope="session")
 def cpu_recompile_softmax(tmp_path_factory) -> Path:
     """A real capture whose second call changes a static shape: one recompile, one failed guard."""
-    out = tmp_path_factory.mktemp("cpu") / "softmax_recompile"
-    proc = kernelscope_cmd("capture", "softmax", "-o", str(out), "--device", "cpu", "--no-dynamic", "-q",
-                           "--args", "f32[8, 16]; f32[16, 16]")
-    assert proc.returncode == 0, proc.stderr
-    return out
+    return built_once(tmp_path_factory, "cpu-softmax_recompile", lambda root: _capture_into(
+        root / "softmax_recompile", "softmax", "--device", "cpu", "--no-dynamic",
+        "--args", "f32[8, 16]; f32[16, 16]")) / "softmax_recompile"
+
+
+# The session fixtures above that run a real compile: a test that asks for one is slow, marked here so
+# that `-m "not slow"` (make test-fast, the stock-Textual pass) never waits on a compile it did not name.
+COMPILING_FIXTURES = frozenset({"cpu_add_relu", "previews", "preview_sm90", "cpu_dynamic_softmax",
+                                "cpu_recompile_softmax"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if COMPILING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

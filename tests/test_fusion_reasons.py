@@ -21,6 +21,7 @@ from kernelscope.ingest.build import RawCapture, build_bundle
 from kernelscope.ingest.compile_time import innermost_phases
 from kernelscope.ingest.fusion import parse_fusion_log, plain_reason
 from kernelscope.ingest.tracelog import parse_trace_folder
+from kernelscope.report.why import fusion_data
 from tests.conftest import kernelscope_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,7 +122,7 @@ def test_ui_info_shows_the_not_fused_pairs_and_marks_the_list(rbm_capture, tmp_p
 
 def test_gpu_training_log_gives_the_schedulers_reasons_in_plain_words(train_bundle):
     b = read_bundle(train_bundle)
-    fusion = b.extra["fusion"]
+    fusion = fusion_data(b)  # format 2: each graph's pairs in its detail file, all read here
     assert fusion["log"] and fusion["refusals_logged"] == 244 and fusion["fusions_logged"] == 63
     by = {}
     for p in fusion["pairs"]:

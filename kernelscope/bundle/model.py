@@ -32,7 +32,7 @@ SCHEMA_VERSION = 2  # 2: the manifest an index, each graph's detail a file of it
 # The fields a kernel's and a graph's detail file holds (format 2); read when first asked for.
 KERNEL_DETAIL = ("fx_nodes", "fx_nodes_pre", "aten_ops", "library_lines", "frames", "launch_info", "buffers",
                  "triton")
-GRAPH_DETAIL = ("symbols", "calls", "guards")
+GRAPH_DETAIL = ("symbols", "calls", "guards", "fusion_pairs")
 
 
 class _Lazy:
@@ -228,6 +228,9 @@ class Graph(_Lazy):
     guards: list[dict[str, Any]] = field(default_factory=list)
     # CUDA graphs: {status: recorded | skipped | unknown | n/a, reason}
     cudagraphs: dict[str, Any] = field(default_factory=dict)
+    # Format 2: this graph's not-fused pairs (extra["fusion"]["pairs"] of a bundle built in memory or read
+    # from format 1, where they are listed for the whole bundle): see report/why.py fusion_data.
+    fusion_pairs: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -91,6 +91,12 @@ def index_and_details(bundle: Bundle, *, skip_unread: bool) -> tuple[dict[str, A
     by_graph: dict[str, list[Kernel]] = {}
     for k in bundle.kernels:
         by_graph.setdefault(k.graph, []).append(k)
+    # Not-fused pairs listed for the whole bundle (built in memory, or read from format 1) go to their graphs.
+    fusion = bundle.extra.get("fusion") if isinstance(bundle.extra, dict) else None
+    pairs_of: dict[str, list[Any]] = {}
+    if isinstance(fusion, dict) and isinstance(fusion.get("pairs"), list):
+        for pair in fusion["pairs"]:
+            pairs_of.setdefault(str(pair.get("graph")) if isinstance(pair, dict) else "", []).append(pair)
     graphs, details = [], {}
     for position, g in enumerate(bundle.graphs):
         rel = g.__dict__.get("_detail_path") or detail_path(g.id, position)
@@ -100,7 +106,9 @@ def index_and_details(bundle: Bundle, *, skip_unread: bool) -> tuple[dict[str, A
         kernels = by_graph.get(g.id, [])
         if skip_unread and not g.detail_loaded and all(not k.detail_loaded for k in kernels):
             continue
-        details[rel] = {"graph": {f: to_dict(getattr(g, f)) for f in GRAPH_DETAIL},
+        graph_part = {f: to_dict(getattr(g, f)) for f in GRAPH_DETAIL}
+        graph_part["fusion_pairs"] = graph_part["fusion_pairs"] + pairs_of.get(g.id, [])
+        details[rel] = {"graph": graph_part,
                         "kernels": {k.id: {f: to_dict(getattr(k, f)) for f in KERNEL_DETAIL} for k in kernels}}
     kernels = []
     for k in bundle.kernels:
@@ -109,9 +117,11 @@ def index_and_details(bundle: Bundle, *, skip_unread: bool) -> tuple[dict[str, A
         entry["bytes_read"], entry["bytes_written"] = k.bytes_read, k.bytes_written
         entry["bytes_bound"], entry["fx_nodes"] = k.bytes_bound, k.node_count
         kernels.append(entry)
-    index: dict[str, Any] = {}
-    for key, value in to_dict_shallow(bundle).items():
-        index[key] = value
+    index = to_dict_shallow(bundle)
+    if pairs_of or (isinstance(fusion, dict) and fusion.get("pairs") == []):
+        index["extra"] = {**index["extra"], "fusion": {**index["extra"]["fusion"], "pairs": None,
+                                                        "pairs_in": "graph detail",
+                                                        "pair_count": len(fusion.get("pairs") or [])}}
     index["version"] = SCHEMA_VERSION
     index["graphs"], index["kernels"], index["lines"] = graphs, kernels, line_rows
     return index, details

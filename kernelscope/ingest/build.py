@@ -47,6 +47,13 @@ class RawCapture:
     stderr_text: str = ""  # for AUTOTUNE tables and recompile messages
     user_file: str = ""  # the user's source file as the compile saw it
     best_configs: list[dict[str, Any]] = field(default_factory=list)  # Inductor's *.best_config files
+    # ``kernelscope open`` builds one compiled frame at a time (ingest/stream.py): what the whole log says
+    # comes from there instead (the Triton cache read once, kernel names counted over every frame, the
+    # rank prefix decided for the job), and the stderr's bundle-wide tables are read once after the frames.
+    cache_entries: list[CacheEntry] | None = None
+    name_counts: dict[str, int] | None = None
+    rank_prefix: bool | None = None
+    one_frame: bool = False
 
 
 @dataclass
@@ -73,11 +80,11 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     """Fill ``bundle`` from ``raw``, writing its files into ``staging``; returns the bundle."""
     records: list[TraceRecord] = [r for t in raw.traces for r in t.records]
     # Logs of several ranks (one file each): compile ids repeat across ranks, so prefix the rank.
-    ranks = {_rank_of(t) for t in raw.traces}
-    multi_rank = len(ranks) > 1
+    rank_of = {id(t): _rank_of(t) for t in raw.traces}
+    multi_rank = len(set(rank_of.values())) > 1 if raw.rank_prefix is None else raw.rank_prefix
     for t in raw.traces:
         for r in t.records:
-            r.rank = r.rank if r.rank is not None else _rank_of(t)
+            r.rank = r.rank if r.rank is not None else rank_of[id(t)]
 
     def compile_id(r: TraceRecord) -> str:
         return (f"rank{r.rank}/" if multi_rank else "") + r.compile_id
@@ -130,24 +137,43 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
             graph.files[FX_POST_GRAD] = _write(staging, f"{base}/fx_post_grad.txt", p.post_grad)
         parts.append(p)
 
-    cache_entries: list[CacheEntry] = []
-    for folder in raw.triton_caches:
-        cache_entries.extend(scan_cache(folder))
-    cache_entries = dedupe_variants(cache_entries)
-
-    name_counts: dict[str, int] = {}
-    for p in parts:
-        for name in set(re.findall(r"^(\w+) = async_compile\.triton\(", p.code, re.M)):
-            name_counts[name] = name_counts.get(name, 0) + 1
+    cache_entries = raw.cache_entries if raw.cache_entries is not None else triton_cache_entries(raw.triton_caches)
+    name_counts = raw.name_counts if raw.name_counts is not None else triton_name_counts(p.code for p in parts)
     for p in parts:
         _add_kernels(staging, bundle, p, cache_entries, dynamo_graphs.get(p.graph.compile_id, ""), raw, name_counts)
         bundle.graphs.append(p.graph)
-    bundle.autotune.extend(parse_autotune(raw.stderr_text))
-    if not bundle.recompiles:
-        bundle.recompiles.extend(parse_recompiles(raw.stderr_text))
+    if not raw.one_frame:
+        annotate_from_stderr(bundle, raw.stderr_text)
     dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings, compile_id, dynamo_graphs)
     _annotate_compile_and_fusion(staging, raw, bundle, records, compile_id)
     return bundle
+
+
+def triton_cache_entries(folders: list[Path]) -> list[CacheEntry]:
+    """Every compiled variant in these Triton cache folders, duplicates dropped."""
+    entries: list[CacheEntry] = []
+    for folder in folders:
+        entries.extend(scan_cache(folder))
+    return dedupe_variants(entries)
+
+
+_TRITON_DEF = re.compile(r"^(\w+) = async_compile\.triton\(", re.M)
+
+
+def triton_name_counts(codes) -> dict[str, int]:
+    """How many output codes define each Triton kernel name (a name in one only is matched to the cache by name)."""
+    counts: dict[str, int] = {}
+    for code in codes:
+        for name in set(_TRITON_DEF.findall(code)):
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def annotate_from_stderr(bundle: Bundle, stderr_text: str) -> None:
+    """The bundle-wide tables of a job's stderr: max-autotune's AUTOTUNE tables, recompile messages."""
+    bundle.autotune.extend(parse_autotune(stderr_text))
+    if not bundle.recompiles:
+        bundle.recompiles.extend(parse_recompiles(stderr_text))
 
 
 def _annotate_compile_and_fusion(staging: Path, raw: RawCapture, bundle: Bundle, records: list[TraceRecord],
@@ -160,6 +186,8 @@ def _annotate_compile_and_fusion(staging: Path, raw: RawCapture, bundle: Bundle,
     timed = compile_time_summary([e for t in raw.traces for e in t.chromium_events], records, bundle, compile_id)
     if timed:
         bundle.extra["compile_time"] = timed
+    if raw.one_frame and raw.stderr_text:
+        return  # the fusion log is read once for the whole job (ingest/stream.py); without one, pairs are per graph
     fusion = fusion_summary(raw.stderr_text, bundle, staging)
     if fusion:
         bundle.extra["fusion"] = fusion
@@ -191,6 +219,7 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
         bundle.notes.append(f"graph {graph.id}: its output code does not parse as Python{where}; "
                             "its kernels are not listed")
         return
+    graph.__dict__["_parsed_code"] = code  # for the fusion pairs of this build (ingest/fusion.py), parsed once
     post_nodes = {n.name: n for n in fx.fx_nodes(p.post_grad)} if p.post_grad else {}
     pre_nodes = {n.name: n for n in fx.fx_nodes(dynamo_text)} if dynamo_text else {}
     cpp_to_post = p.provenance.get("cppCodeToPost", {}) if p.provenance else {}

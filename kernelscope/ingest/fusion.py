@@ -188,7 +188,7 @@ def reused_buffers(code_text: str) -> dict[str, str]:
 
 
 def _graph_launches(bundle: Any, graph: Any, code_text: str) -> list[_Launch]:
-    code = parse_output_code(code_text)
+    code = graph.__dict__.pop("_parsed_code", None) or parse_output_code(code_text)
     kernels = {k.id: k for k in bundle.kernels_of(graph.id)}
     seen: dict[str, int] = {}
     out = []

@@ -6,48 +6,75 @@ import os
 import shutil
 from pathlib import Path
 
-from kernelscope.bundle.io import BundleError, check_out, commit_staging_dir, make_staging_dir, save_manifest
+from kernelscope.bundle.io import (
+    BundleError,
+    check_out,
+    commit_staging_dir,
+    make_staging_dir,
+    save_manifest,
+    strip_controls,
+)
 from kernelscope.bundle.model import Bundle
-from kernelscope.ingest.build import RawCapture, build_bundle
-from kernelscope.ingest.tracelog import parse_trace_folder
+from kernelscope.bundle.shards import from_index
+from kernelscope.ingest.build import annotate_from_stderr, triton_cache_entries
+from kernelscope.ingest.stream import FrameJob, build_frames, merge_frames, spool_trace
+from kernelscope.ingest.tracelog import _RANK_IN_NAME, trace_files
+from kernelscope.safefile import why as why_not
 
 
 def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, triton_cache: str | os.PathLike | None = None,
-                      stderr_log: str | os.PathLike | None = None, replace: bool = False) -> Bundle:
-    """Write a bundle at ``out`` from a TORCH_TRACE folder (or one log file)."""
+                      stderr_log: str | os.PathLike | None = None, replace: bool = False, spec: str | None = None,
+                      notes: tuple[str, ...] = ()) -> Bundle:
+    """Write a bundle at ``out`` from a TORCH_TRACE folder (or one log file), streaming it (ingest/stream.py)."""
     trace = Path(trace)
     if not trace.exists():
         raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
     check_out(out, replace=replace)  # before the parse: a refused -o costs nothing
     try:
-        logs = parse_trace_folder(trace)
-    except OSError as exc:  # a FIFO or a device among the logs, an unreadable file
+        logs = trace_files(trace)
+    except OSError as exc:
         raise BundleError(f"{exc}") from exc
     if not logs:
         raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
-    good = sum(t.seen - t.malformed for _, t in logs)
-    if not good:
-        bad = next((t for _, t in logs if t.malformed), None)
-        why = (f"; {bad.malformed} record(s) were malformed ({bad.first_problem})" if bad else
-               "; is it a folder TORCH_TRACE named, or a file torch wrote there?")
-        raise BundleError(f"{trace}: found no TORCH_TRACE records{why}")
     if triton_cache is not None and not Path(triton_cache).is_dir():
         raise BundleError(f"{triton_cache}: no such Triton cache folder")
-    raw = RawCapture(traces=[t for _, t in logs], triton_caches=[Path(triton_cache)] if triton_cache else [])
-    if stderr_log is not None:
-        raw.stderr_text = Path(stderr_log).read_text(encoding="utf-8", errors="replace")
-    bundle = Bundle(target={"spec": str(trace), "kind": "torch_trace", "origin": "open",
-                            "logs": [str(p) for p, _ in logs]})
-    bundle.environment = {"source": "TORCH_TRACE", "ranks": sorted({r.rank for t in raw.traces for r in t.records
-                                                                     if r.rank is not None})}
-    malformed = sum(t.malformed for _, t in logs)
-    if malformed:
-        first = next(t.first_problem for _, t in logs if t.malformed)
-        bundle.notes.append(f"{malformed} malformed TORCH_TRACE record(s) left out (first: {first})")
+    stderr_text = Path(stderr_log).read_text(encoding="utf-8", errors="replace") if stderr_log is not None else ""
     staging = make_staging_dir(out)
     try:
+        bundle = _build_streaming(trace, logs, staging, out, triton_cache, stderr_text, spec, notes)
+        commit_staging_dir(staging, out, replace=replace)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    bundle.root = str(out)
+    return bundle
+
+
+def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_cache, stderr_text: str,
+                     spec: str | None, notes: tuple[str, ...]) -> Bundle:
+    spool_dir = staging / ".spool"
+    spool_dir.mkdir()
+    try:
         try:
-            build_bundle(staging, raw, bundle)
+            spooled = spool_trace([(p, rank_in_name(p)) for p in logs], spool_dir)
+        except OSError as exc:  # a FIFO or a device among the logs, an unreadable file, a full disk
+            raise BundleError(f"{exc}") from exc
+        good = spooled.seen - spooled.malformed
+        if not good:
+            why = (f"; {spooled.malformed} record(s) were malformed ({spooled.first_problem})" if spooled.malformed
+                   else "; is it a folder TORCH_TRACE named, or a file torch wrote there?")
+            raise BundleError(f"{trace}: found no TORCH_TRACE records{why}")
+        cache = triton_cache_entries([Path(triton_cache)]) if triton_cache else []
+        rank_prefix = len({rank for rank, _ in spooled.frames}) > 1
+        # The job's own file, as a whole-log build takes it: that of the first graph's code Dynamo compiled.
+        first = min(spooled.code_order, key=lambda key: spooled.code_order[key][0], default=None)
+        user_file = spooled.code_files.get(first, "") if first is not None else ""
+        jobs = [FrameJob(spool=str(path), staging=str(staging), strings=spooled.strings, rank=rank,
+                         rank_prefix=rank_prefix, name_counts=spooled.name_counts, cache_entries=cache,
+                         best_configs=[], stderr_text=stderr_text, user_file=user_file)
+                for (rank, _frame), path in spooled.frames.items()]
+        try:
+            parts = build_frames(jobs)
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
             # Records are type-checked as they are read (tracelog.envelope_problem); a payload shaped
             # unlike any torch writes can still surprise the builder: say so in one line.
@@ -55,18 +82,35 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
                               f"({exc.__class__.__name__}: {' '.join(str(exc).split())[:120]}); "
                               "is the log damaged?") from exc
         except OSError as exc:  # a full disk or a read-only folder while writing the files
-            from kernelscope.safefile import why as why_not
-
             raise BundleError(f"cannot write the bundle at {out} ({why_not(exc)}); free some space or "
                               "choose another -o") from exc
-        if not bundle.graphs:
-            bundle.notes.append("the trace holds no Inductor output code (was the backend inductor?)")
-        if not triton_cache:
-            bundle.notes.append("Triton stages absent: no Triton cache folder was given (--triton-cache)")
-        save_manifest(bundle, staging)
-        commit_staging_dir(staging, out, replace=replace)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    bundle.root = str(out)
+    finally:
+        shutil.rmtree(spool_dir, ignore_errors=True)
+    bundle = Bundle(target={"spec": spec or str(trace), "kind": "torch_trace", "origin": "open",
+                            "logs": [str(p) for p in logs]})
+    bundle.environment = {"source": "TORCH_TRACE", "ranks": sorted(spooled.ranks)}
+    if spooled.malformed:
+        bundle.notes.append(f"{spooled.malformed} malformed TORCH_TRACE record(s) left out (first: {spooled.first_problem})")
+    index = merge_frames(parts, bundle, [spooled.code_order.get(key, []) for key in spooled.frames])
+    strip_controls(index)
+    bundle = from_index(index, str(staging))
+    if stderr_text:
+        annotate_from_stderr(bundle, stderr_text)
+        from kernelscope.ingest.fusion import fusion_summary
+
+        fusion = fusion_summary(stderr_text, bundle, staging)
+        if fusion:
+            bundle.extra["fusion"] = fusion
+    if not bundle.graphs:
+        bundle.notes.append("the trace holds no Inductor output code (was the backend inductor?)")
+    if not triton_cache:
+        bundle.notes.append("Triton stages absent: no Triton cache folder was given (--triton-cache)")
+    bundle.notes.extend(notes)
+    save_manifest(bundle, staging)
     return bundle
+
+
+def rank_in_name(log: Path) -> int | None:
+    """The rank a log's file name gives (``..._rank_3_...``), else None."""
+    m = _RANK_IN_NAME.search(log.name)
+    return int(m.group(1)) if m else None

@@ -130,10 +130,10 @@ def iter_records(lines: Iterator[str]) -> Iterator[tuple[dict[str, Any], list[st
         yield envelope, payload
 
 
-def _chromium_event(payload: list[str]) -> dict[str, Any] | None:
+def _chromium_event(payload: str) -> dict[str, Any] | None:
     """A chromium_event payload with the fields a phase needs (name, ph, a numeric ts), else None."""
     try:
-        event = json.loads("\n".join(payload))
+        event = json.loads(payload)
     except (ValueError, RecursionError):
         return None
     if not (isinstance(event, dict) and isinstance(event.get("name"), str) and event.get("ph") in ("B", "E", "X")
@@ -175,37 +175,69 @@ def parse_trace_file(path: str | os.PathLike) -> TraceLog:
     from kernelscope.safefile import open_regular
 
     with open_regular(path) as fh:  # a FIFO among the logs would block the reader forever
-        for envelope, payload in iter_records(bounded_lines(fh)):
-            log.seen += 1
-            problem = envelope_problem(envelope)
-            if problem:
-                log.malformed += 1
-                log.first_problem = log.first_problem or problem
-                continue
-            kind = _kind_of(envelope)
-            if kind == "str":
-                value = envelope["str"]
-                log.strings[value[1]] = value[0]
-                continue
-            if kind == "chromium_event":
-                event = _chromium_event(payload)
-                if event is not None:
-                    log.chromium_events.append(event)
-                continue
-            if kind == "":
-                continue
-            log.records.append(
-                TraceRecord(
-                    kind=kind,
-                    data=envelope,
-                    frame_id=envelope.get("frame_id"),
-                    frame_compile_id=envelope.get("frame_compile_id"),
-                    attempt=envelope.get("attempt", 0) or 0,
-                    payload="\n".join(payload),
-                    rank=envelope.get("rank"),
-                )
-            )
+        _collect(log, ((envelope, "\n".join(payload)) for envelope, payload in iter_records(bounded_lines(fh))))
     return log
+
+
+# A record starts on a line that is not a payload line (payload lines start with a tab).
+_RECORD_START = re.compile(r"\n(?!\t)")
+
+
+def parse_spool_text(text: str) -> TraceLog:
+    """A TraceLog from the text of a spool file that ``ingest/stream.py`` wrote: record lines and their
+    payload lines only, every line already bounded, the whole of one compiled frame. Split by records at
+    C speed instead of line by line: the same records ``parse_trace_file`` reads from such a file."""
+    log = TraceLog()
+    _collect(log, _spool_records(text))
+    return log
+
+
+def _spool_records(text: str) -> Iterator[tuple[dict[str, Any], str]]:
+    for chunk in _RECORD_START.split(text):
+        head, _, rest = chunk.partition("\n")
+        m = _PREFIX.match(head)
+        if not m:
+            continue
+        try:
+            envelope = json.loads(head[m.end():])
+        except (ValueError, RecursionError):
+            continue
+        payload = rest.rstrip("\n")
+        yield envelope, payload[1:].replace("\n\t", "\n") if payload.startswith("\t") else ""
+
+
+def _collect(log: TraceLog, records: Iterator[tuple[dict[str, Any], str]]) -> None:
+    """Each (envelope, payload text) into ``log``: strings interned, chromium events, typed records."""
+    for envelope, payload in records:
+        log.seen += 1
+        problem = envelope_problem(envelope)
+        if problem:
+            log.malformed += 1
+            log.first_problem = log.first_problem or problem
+            continue
+        kind = _kind_of(envelope)
+        if kind == "str":
+            value = envelope["str"]
+            log.strings[value[1]] = value[0]
+            continue
+        if kind == "chromium_event":
+            event = _chromium_event(payload)
+            if event is not None:
+                log.chromium_events.append(event)
+            continue
+        if kind == "":
+            continue
+        log.records.append(
+            TraceRecord(
+                kind=kind,
+                data=envelope,
+                frame_id=envelope.get("frame_id"),
+                frame_compile_id=envelope.get("frame_compile_id"),
+                attempt=envelope.get("attempt", 0) or 0,
+                payload=payload,
+                rank=envelope.get("rank"),
+            )
+        )
 
 
 def trace_files(folder: str | os.PathLike) -> list[Path]:

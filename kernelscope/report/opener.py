@@ -13,7 +13,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from kernelscope.bundle.io import BundleError, read_bundle, save_manifest
+from kernelscope.bundle.io import BundleError
 
 _RANK_IN_NAME = re.compile(r"rank_(\d+)")
 _RANK_IN_RECORD = re.compile(r"\"rank\": ?(\d+)")
@@ -92,11 +92,11 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
             for i, log in enumerate(chosen):
                 os.symlink(log.absolute(), Path(tmp) / f"{i:03d}-{log.name}")
             source = Path(tmp)
-        bundle = bundle_from_trace(source, out, triton_cache=triton_cache, stderr_log=stderr_log, replace=replace)
-    bundle.target["spec"] = str(trace)
-    if len(ranks) > 1:
-        others = [str(r) for r in known if r != rank]
-        bundle.notes.append(f"rank {rank} of ranks {', '.join(map(str, known))}; "
-                            f"`kernelscope open --rank N` opens rank {' or '.join(others) or 'N'}")
-    save_manifest(bundle, out)
-    return read_bundle(out), out, known
+        notes = ()
+        if len(ranks) > 1:
+            others = [str(r) for r in known if r != rank]
+            notes = (f"rank {rank} of ranks {', '.join(map(str, known))}; "
+                     f"`kernelscope open --rank N` opens rank {' or '.join(others) or 'N'}",)
+        bundle = bundle_from_trace(source, out, triton_cache=triton_cache, stderr_log=stderr_log, replace=replace,
+                                   spec=str(trace), notes=notes)
+    return bundle, out, known

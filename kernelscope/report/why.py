@@ -11,18 +11,52 @@ from kernelscope.units import base_name, fmt_bytes, wrap_names
 
 
 def fusion_data(bundle: Any) -> dict[str, Any]:
+    """``extra["fusion"]`` with every not-fused pair of the bundle (format 2 keeps each graph's pairs in
+    its detail file: all of them are read)."""
     data = bundle.extra.get("fusion") if isinstance(bundle.extra, dict) else None
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    if data.get("pairs_in") == "graph detail":
+        return {**data, "pairs": sorted((p for g in bundle.graphs for p in graph_pairs(bundle, g)), key=_by_bytes)}
+    return data
+
+
+def has_pairs(bundle: Any) -> bool:
+    """Whether the bundle lists any not-fused pair (without reading the graphs' detail files)."""
+    data = bundle.extra.get("fusion") if isinstance(bundle.extra, dict) else None
+    return isinstance(data, dict) and bool(data.get("pair_count") if data.get("pairs_in") else data.get("pairs"))
+
+
+def graph_pairs(bundle: Any, graph: Any) -> list[dict[str, Any]]:
+    """One graph's not-fused pairs, reading no other graph's detail."""
+    data = bundle.extra.get("fusion") if isinstance(bundle.extra, dict) else None
+    if not isinstance(data, dict):
+        return []
+    if data.get("pairs_in") == "graph detail":
+        return [p for p in graph.fusion_pairs if isinstance(p, dict)]
+    return [p for p in data.get("pairs") or [] if isinstance(p, dict) and p.get("graph") == graph.id]
+
+
+def _by_bytes(p: dict[str, Any]) -> tuple:
+    return (-(p.get("bytes") or 0), str(p.get("graph")), p.get("producer_launch") or 0, p.get("consumer_launch") or 0)
+
+
+def _kernel_graph_pairs(bundle: Any, kernel_id: str) -> list[dict[str, Any]]:
+    """The not-fused pairs of the graph ``kernel_id`` is in (no other graph's detail file is read)."""
+    graph_id = next((k.graph for k in bundle.kernels if k.id == kernel_id), None)
+    graph = next((g for g in bundle.graphs if g.id == graph_id), None)
+    return graph_pairs(bundle, graph) if graph is not None else []
 
 
 def pairs_between(bundle: Any, producer_id: str, consumer_id: str) -> list[dict[str, Any]]:
-    return [p for p in fusion_data(bundle).get("pairs", []) if p.get("producer") == producer_id
+    return [p for p in _kernel_graph_pairs(bundle, producer_id) if p.get("producer") == producer_id
             and p.get("consumer") == consumer_id]
 
 
 def pairs_of(bundle: Any, kernel_id: str) -> list[dict[str, Any]]:
     """The not-fused pairs a kernel is part of (as producer or consumer), most bytes first."""
-    return [p for p in fusion_data(bundle).get("pairs", []) if kernel_id in (p.get("producer"), p.get("consumer"))]
+    return sorted((p for p in _kernel_graph_pairs(bundle, kernel_id) if kernel_id in (p.get("producer"), p.get("consumer"))),
+                  key=_by_bytes)
 
 
 def grouped_pairs(pairs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int, int | None]]:
@@ -48,8 +82,11 @@ def story_line(pair: dict[str, Any]) -> str:
             f"{pair['producer_name']} -> {pair['consumer_name']}), because {pair['reason']}")
 
 
-def fusion_lines(bundle: Any, limit: int = 40, width: int = 100) -> list[str]:
-    data = fusion_data(bundle)
+def fusion_lines(bundle: Any, limit: int = 40, width: int = 100, graph: Any = None) -> list[str]:
+    """The not-fused pairs, grouped and ranked by bytes: the whole bundle's, or one ``graph``'s (a job's
+    Info pane reads no other graph's detail)."""
+    data = fusion_data(bundle) if graph is None else {**(bundle.extra.get("fusion") or {}),
+                                                          "pairs": sorted(graph_pairs(bundle, graph), key=_by_bytes)}
     pairs = data.get("pairs", [])
     if not data:
         return ["Not fused: this bundle has no pairs of kernels joined by a buffer (or was built before "

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kernelscope.bundle.model import Bundle, Kernel, run_state
+from kernelscope.bundle.model import Bundle, Graph, Kernel, run_state
 from kernelscope.bundle.symbolic import is_symbolic
+from kernelscope.job_summary import is_job
 from kernelscope.show import autotune_lines, cudagraph_line, guard_lines, per_call_lines, symbol_lines, variant_labels
 from kernelscope.units import base_name, fmt_bytes, plural
 
@@ -163,7 +164,12 @@ def kernel_info(b: Bundle, kernel: Kernel | None) -> str:
     if kernel is None:
         return ""
     graph = next((g for g in b.graphs if g.id == kernel.graph), None)
-    return "\n".join(["── selected kernel ──", *kernel_facts(kernel), *per_call_lines(kernel, graph, "  "), ""]) + "\n"
+    out = ["── selected kernel ──", *kernel_facts(kernel), *per_call_lines(kernel, graph, "  "), ""]
+    if graph is not None and is_job(b):  # a job's shapes and guards: this graph's (its detail file alone)
+        dynamic = symbol_lines(b, [graph]) + guard_lines(b, limit=70, graphs=[graph])
+        if dynamic:
+            out += [f"── shapes and guards of graph {graph.id} ──", *dynamic, ""]
+    return "\n".join(out) + "\n"
 
 
 def capture_info(b: Bundle) -> str:
@@ -191,7 +197,12 @@ def capture_info(b: Bundle) -> str:
         width = max([14, *(len(k) + 2 for k in shown)])
         for key, value in shown.items():
             out.append(f"{key:<{width}}{value}")
-    dynamic = symbol_lines(b) + guard_lines(b, limit=70) + ([cudagraph_line(b)] if cudagraph_line(b) else [])
+    if is_job(b):  # every graph's detail file would be read: the selected kernel's graph shows its own
+        dynamic = ["each graph's shapes and guards: under the selected kernel (`kernelscope show --guards` "
+                   "lists every compile's)"]
+    else:
+        dynamic = symbol_lines(b) + guard_lines(b, limit=70)
+    dynamic += [cudagraph_line(b)] if cudagraph_line(b) else []
     if dynamic:
         out += ["", "── shapes, guards, CUDA graphs ──", *dynamic]
     if b.autotune:
@@ -208,7 +219,7 @@ def capture_info(b: Bundle) -> str:
     return "\n".join(out) + "\n"
 
 
-def why_info(b: Bundle, kernel: Kernel | None) -> str:
+def why_info(b: Bundle, kernel: Kernel | None, graph: Graph | None = None) -> str:
     """The Info pane's last part: the selected kernel's not-fused pairs, the capture's round trips
     ranked by bytes, device time per line (after a bench), where the compile went (bars)."""
     from kernelscope.report import lines, why
@@ -225,9 +236,15 @@ def why_info(b: Bundle, kernel: Kernel | None) -> str:
                 out.append(f"{arrow} {other}  {buf}  {fmt_bytes(p['bytes'])}, {p['transfers']} transfers")
                 out.append(f"   why: {p['reason']}")
             out.append("")
-    if why.fusion_data(b).get("pairs"):
-        out.append("── not fused (round trips, most bytes first) ──")
-        out += why.fusion_lines(b, limit=8, width=100)
+    if why.has_pairs(b):
+        if kernel is not None:
+            graph = next((g for g in b.graphs if g.id == kernel.graph), graph)
+        if not is_job(b):
+            out.append("── not fused (round trips, most bytes first) ──")
+            out += why.fusion_lines(b, limit=8, width=100)
+        elif graph is not None:  # a job: this graph's pairs (`show --fusion` ranks the whole job's)
+            out.append(f"── not fused in graph {graph.id} (round trips, most bytes first) ──")
+            out += why.fusion_lines(b, limit=8, width=100, graph=graph)
         out.append("")
     if lines.line_tables(b) is not None:
         out.append("── device time per line ──")

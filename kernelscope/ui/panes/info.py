@@ -24,7 +24,7 @@ class InfoPane(Pane):
         yield CodeView(id="info")
 
     def show_selection(self, graph, kernel) -> None:
-        shown = kernel.id if kernel else ""
+        shown = kernel.id if kernel else (f"graph:{graph.id}" if graph is not None else "")  # a job's: per graph
         if shown == self._shown:
             return
         self._shown = shown
@@ -34,7 +34,7 @@ class InfoPane(Pane):
             if self._capture is None:
                 self._capture = TextDoc(capture_info(bundle))
             doc = TextDoc.joined(kernel_info(bundle, kernel), self._capture)
-            why = why_info(bundle, kernel)
+            why = why_info(bundle, kernel, graph)
             if why:  # after the capture's part: what the pane opens on stays as it was
                 doc = TextDoc.joined("\n".join(doc.lines) + "\n", TextDoc(why))
             self._docs[shown] = doc

@@ -13,18 +13,19 @@ from kernelscope.ui.widgets.kernel_table import KernelTable
 
 
 class KernelSearch:
-    """The search bar's target in the kernels table: its rows' names as lines of a TextDoc (smart case,
-    wrapping), the table's cursor as the search's cursor. Built when ``/`` is pressed."""
+    """The search bar's target in the kernels table: the names of every entry (graph rows and kernels,
+    folded graphs too) as lines of a TextDoc (smart case, wrapping), the table's cursor as the search's
+    cursor; a kernel found in a folded graph unfolds it. Built when ``/`` is pressed."""
 
     def __init__(self, table: KernelTable) -> None:
         self.table = table
-        self.doc = TextDoc("\n".join(table.row_names()))
+        self.doc = TextDoc("\n".join(table.entry_names()))
         self.query_text = ""
         self.match_noun = "kernels"
 
     @property
     def cursor(self) -> int:
-        return self.table.cursor_row
+        return self.table.current_entry()
 
     @property
     def is_mounted(self) -> bool:
@@ -34,7 +35,7 @@ class KernelSearch:
         self.table.focus()
 
     def move_cursor(self, row: int, center: bool = False) -> None:
-        self.table.move_cursor(row=row, scroll=True)
+        self.table.select_entry(row)
 
     def search(self, query: str, *, forward: bool = True, skip_current: bool = False) -> int | None:
         self.query_text = query

@@ -2,6 +2,11 @@
 
 One row per kernel launch site, under a row per graph. The selected kernel carries ``▶`` and the
 kernels fed by the user line under the cursor carry ``◆``, so selection never relies on colour.
+
+A job's many graphs are groups: a graph row (▸/▾, its kernel count and bytes moved) folds its kernels
+away (enter or space on it; left folds the group the cursor is in). A bundle past ``OPEN_ALL_KERNELS``
+kernels or ``OPEN_ALL_GRAPHS`` graphs opens with only its first graph unfolded, so the list costs what
+is on it, not the job; selecting a kernel (a link followed, ``/``) unfolds its graph.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten
 
 GRAPH_ROW = "graph:"
 MIN_NAME = 12  # the name column's narrowest width
+OPEN_ALL_KERNELS = 400  # up to this many kernels (and graphs below) every graph starts unfolded
+OPEN_ALL_GRAPHS = 12
 
 
 def kernel_moved(k: Kernel) -> int | None:
@@ -43,6 +50,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
 
     BINDINGS = [
         Binding("enter", "open_kernel", "Kernel"),  # short: the footer at 80 columns
+        Binding("space", "toggle_group", "Fold", show=False),
+        Binding("left", "fold_group", "Fold graph", show=False),
+        Binding("right", "unfold_group", "Unfold graph", show=False),
         Binding("y", "copy", "Copy"),
         # DataTable's home/end move to the first/last column; a row list has one that matters.
         Binding("home,g", "scroll_top", "First kernel", show=False),
@@ -72,7 +82,13 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         # Kernels whose result the next row reads back from memory (a pair Inductor did not fuse):
         # marked ↓ between the two (kernelscope/report/why.py).
         self.round_trip_ids: set[str] = set()
-        self._row_ids: list[str] = []
+        self._row_ids: list[str] = []  # the rows on screen: graph rows and the kernels of unfolded graphs
+        self._row_of: dict[str, int] = {}
+        self._entries: list[str] = []  # every graph row and kernel, folded or not, in list order
+        self._by_graph: dict[str, list[Kernel]] = {}
+        self._open: set[str] = set()  # unfolded graphs
+        self._grouped = False  # graph rows shown (more than one graph)
+        self._marked_graphs: set[str] = set()  # graphs whose ↓ marks were worked out
         self._name_width: int | None = None  # the name column's width now; None: names in full
         self._files_of_lines = 0  # how many files the kernels' user lines are in
 
@@ -85,34 +101,84 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             self.add_column(Text(label), key=key)
 
     def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
-        self.clear()
         self.bundle = bundle
         self.kernels = {k.id: k for k in kernels_in_order}
         self.graphs = {g.id: g for g in bundle.graphs}
-        self._row_ids = []
-        self.round_trip_ids = feeds_next(bundle, kernels_in_order)
+        self.round_trip_ids = set()
+        self._marked_graphs = set()
         self._files_of_lines = len({u.file for k in kernels_in_order for u in k.user_lines})
-        multi = len(bundle.graphs) > 1
+        self._by_graph = {g.id: [] for g in bundle.graphs}
+        for k in kernels_in_order:
+            self._by_graph.setdefault(k.graph, []).append(k)
+        self._grouped = len(bundle.graphs) > 1
+        self._entries = []
         for g in bundle.graphs:
-            ks = [k for k in kernels_in_order if k.graph == g.id]
-            if multi or not ks:
-                self.add_row(Text(), self._graph_label(g, len(ks)), Text(), Text(), Text(), Text(), key=GRAPH_ROW + g.id)
-                self._row_ids.append(GRAPH_ROW + g.id)
-            for k in ks:
-                self.add_row(*self._cells(k), key=k.id)
-                self._row_ids.append(k.id)
+            ks = self._by_graph.get(g.id, [])
+            if self._grouped or not ks:
+                self._entries.append(GRAPH_ROW + g.id)
+            self._entries += [k.id for k in ks]
+        if not self._grouped or (len(kernels_in_order) <= OPEN_ALL_KERNELS and len(bundle.graphs) <= OPEN_ALL_GRAPHS):
+            self._open = set(self.graphs)
+        else:
+            self._open = {next((g.id for g in bundle.graphs if self._by_graph.get(g.id)), bundle.graphs[0].id)}
         self._name_width = None
-        self._fit()
+        self._rebuild()
         self.settle_dimensions()  # the first layout sizes the table by its rows, not a frame later
 
+    def _visible(self) -> list[str]:
+        rows = []
+        for g in self.bundle.graphs if self.bundle else []:
+            ks = self._by_graph.get(g.id, [])
+            if self._grouped or not ks:
+                rows.append(GRAPH_ROW + g.id)
+            if g.id in self._open:
+                rows += [k.id for k in ks]
+        return rows
+
+    def _rebuild(self, keep: str | None = None) -> None:
+        """The rows anew for what is unfolded (names fitted once, so each cell is measured once); the cursor
+        back on ``keep`` (a row key) when it is still shown."""
+        self._row_ids, self._row_of = [], {}  # clear() moves the cursor: it finds no row while rebuilding
+        self.clear()
+        self._row_ids = self._visible()
+        selected = self.selected_id
+        for gid in self._open - self._marked_graphs:  # ↓ marks of the graphs now unfolded
+            self._marked_graphs.add(gid)
+            if gid in self.graphs:
+                self.round_trip_ids |= feeds_next(self.bundle, self.graphs[gid], self._by_graph.get(gid, []))
+        self._name_width = self._wanted_width(self._measure_other_widths())
+        for key in self._row_ids:
+            if key.startswith(GRAPH_ROW):
+                gid = key[len(GRAPH_ROW):]
+                self.add_row(Text(), self._graph_label(self.graphs[gid], self._name_width), Text(), Text(),
+                             Text(self._graph_moved(gid)), Text(), key=key)
+            else:
+                self.add_row(*self._cells(self.kernels[key]), key=key)
+        # Known only now: add_row moves the cursor, and the selection it posts marks rows that exist.
+        self._row_of = {key: i for i, key in enumerate(self._row_ids)}
+        self._refresh_marks({kid for kid in (selected, self.selected_id) if kid})
+        if keep is not None and keep in self._row_of:
+            self.move_cursor(row=self._row_of[keep], scroll=True)
     # Long names lose their decoration (``triton_poi_fused_``: the kind column says it), then their middle
     # (``add_…_relu_0``), so that the numbers after them (nodes, bytes moved, user lines) and the end of
     # the name that tells kernels apart always stay in view, at any width.
-    def _graph_label(self, g: Graph, n: int, width: int | None = None) -> Text:
-        text = f"{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}"
+    def _graph_label(self, g: Graph, width: int | None = None) -> Text:
+        n = len(self._by_graph.get(g.id, []))
+        fold = ("▾ " if g.id in self._open else "▸ ") if self._grouped else ""
+        text = f"{fold}{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}"
         if width and len(text) > width:
-            text = shorten_middle(f"{g.kind} graph {g.compile_id}", width)  # the graph, not its count, when narrow
+            text = fold + shorten_middle(f"{g.kind} graph {g.compile_id}", max(width - len(fold), 4))
         return Text(text, style="bold italic")
+
+    def _graph_moved(self, gid: str) -> str:
+        """Bytes the graph's kernels move per call (every launch), '' when a size is symbolic."""
+        total = 0
+        for k in self._by_graph.get(gid, []):
+            moved = kernel_moved(k)
+            if moved is None:
+                return ""
+            total += moved * max(1, k.launches)
+        return short_bytes(total) if self._grouped and total else ""
 
     def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
         suffix = f" ×{k.launches}" if k.launches > 1 else ""
@@ -123,38 +189,39 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             name.append(suffix, style="dim")
         return name
 
-    def _other_widths(self) -> int:
-        """Cells taken by every column but the name, padding included."""
+    def _measure_other_widths(self) -> int:
+        """Cells taken by every column but the name (padding included), from the rows about to be shown."""
+        widths = {"mark": 1}
+        for key in self._row_ids:
+            if key.startswith(GRAPH_ROW):
+                cells = ["", "", self._graph_moved(key[len(GRAPH_ROW):]), ""]
+            else:
+                cells = [c.plain for c in self._cells(self.kernels[key])[2:]]
+            for col, text in zip(("kind", "nodes", "moved", "line"), cells):
+                widths[col] = max(widths.get(col, 0), len(text))
         total = 0
         for key, column in self.columns.items():
-            if key.value == "name":
-                continue
-            cells = [column.label.plain] + [str(c) for c in self.get_column(key)]
-            total += max(len(c) for c in cells) + 2 * self.cell_padding
+            if key.value != "name":
+                total += max(widths.get(key.value, 0), len(column.label.plain)) + 2 * self.cell_padding
         return total
+
+    def _wanted_width(self, others: int) -> int | None:
+        """The name column's width for the shown rows: None (names in full) when they fit."""
+        kernels = [self.kernels[key] for key in self._row_ids if not key.startswith(GRAPH_ROW)]
+        longest = max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in kernels]
+                      + [len(self.columns[ColumnKey("name")].label.plain)])
+        width = self.scrollable_content_region.width
+        # Not laid out yet (loaded in on_mount): the narrowest names, so that the first layout gives the table
+        # the vertical scrollbar it needs and no horizontal one, which its real width (on Resize) would take
+        # away again in a layout and a frame of its own.
+        room = max(width - others - 2, MIN_NAME) if width > 0 else MIN_NAME
+        return None if longest <= room else room
 
     def _fit(self) -> None:
         if not self._row_ids:
             return
-        width = self.scrollable_content_region.width
-        longest = max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in self.kernels.values()]
-                      + [len(self.columns[ColumnKey("name")].label.plain)])
-        # Not laid out yet (loaded in on_mount): the narrowest names, so that the first layout gives the table
-        # the vertical scrollbar it needs and no horizontal one, which its real width (on Resize) would take
-        # away again in a layout and a frame of its own.
-        room = max(width - self._other_widths() - 2, MIN_NAME) if width > 0 else MIN_NAME
-        wanted = None if longest <= room else room
-        if wanted == self._name_width:
-            return
-        self._name_width = wanted
-        counts = {g: sum(1 for k in self.kernels.values() if k.graph == g) for g in self.graphs}
-        for key in self._row_ids:
-            if key.startswith(GRAPH_ROW):
-                gid = key[len(GRAPH_ROW):]
-                cell = self._graph_label(self.graphs[gid], counts.get(gid, 0), wanted or room)
-            else:
-                cell = self._name_cell(self.kernels[key], wanted)
-            self.update_cell(key, "name", cell, update_width=True)
+        if self._wanted_width(self._measure_other_widths()) != self._name_width:
+            self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
 
     def on_resize(self) -> None:
         self._fit()
@@ -164,13 +231,15 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
 
     def _cells(self, k: Kernel) -> list:
+        return self._cells_named(k, self._name_cell(k, self._name_width))
+
+    def _cells_named(self, k: Kernel, name: Text) -> list:
         if self._files_of_lines > 1:  # a module over several files: a number alone does not say which
             lines = ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines[:1]) + (
                 "…" if len(k.user_lines) > 1 else "")
         else:
             lines = ",".join(str(u.line) for u in k.user_lines[:2]) + ("…" if len(k.user_lines) > 2 else "")
-        name = self._name_cell(k)
-        nodes = str(len(k.fx_nodes)) if k.fx_nodes else "-"
+        nodes = str(k.node_count) if k.node_count else "-"
         # Text, not str: DataTable reads a str cell as markup (rich's markup parser, and its emoji table).
         return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), Text(nodes),
                 Text(moved_cell(k, self._graph_of(k))), Text(lines or "-")]
@@ -185,18 +254,64 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return Text(" ")
 
     def _refresh_marks(self, ids: set[str]) -> None:
-        ids = {kid for kid in ids if kid in self.kernels}
+        ids = {kid for kid in ids if kid in self._row_of}  # a folded graph's kernels get theirs when shown
         if ids:
             self.replace_cells("mark", {kid: self._mark(kid) for kid in ids})  # a column of width 1
 
     def select_kernel(self, kernel_id: str) -> None:
-        """Move the cursor to a kernel (which posts Selected)."""
-        if kernel_id in self._row_ids:
-            self.move_cursor(row=self._row_ids.index(kernel_id), scroll=True)
+        """Move the cursor to a kernel (which posts Selected), unfolding its graph."""
+        k = self.kernels.get(kernel_id)
+        if k is None:
+            return
+        if kernel_id not in self._row_of:
+            self._open.add(k.graph)
+            self._rebuild()
+        self.move_cursor(row=self._row_of[kernel_id], scroll=True)
+
+    def select_entry(self, entry: int) -> None:
+        """Move the cursor to an entry of the whole list (see ``entry_names``), unfolding its graph."""
+        key = self._entries[entry]
+        if key.startswith(GRAPH_ROW):
+            if key in self._row_of:
+                self.move_cursor(row=self._row_of[key], scroll=True)
+        else:
+            self.select_kernel(key)
+
+    def current_entry(self) -> int:
+        """The cursor's row as an entry of the whole list."""
+        if not self._row_ids or self.cursor_row >= len(self._row_ids):
+            return 0
+        key = self._row_ids[self.cursor_row]
+        return self._entries.index(key) if len(self._entries) < 4096 else _entry_of(self._entries, key)
+
+    def entry_names(self) -> list[str]:
+        """Each graph row's and kernel's name, folded or not, in list order ("" for a graph's row): what ``/``
+        searches, so a kernel of a folded graph is found too."""
+        return [k.name if (k := self.kernels.get(key)) is not None else "" for key in self._entries]
 
     def row_names(self) -> list[str]:
-        """Each row's kernel name, in row order ("" for a graph's row): what ``/`` searches."""
+        """Each row's kernel name, in row order ("" for a graph's row)."""
         return [k.name if (k := self.kernels.get(key)) is not None else "" for key in self._row_ids]
+
+    def action_toggle_group(self) -> None:
+        graph, kernel = self.current()
+        if graph is not None and kernel is None and self._grouped:
+            self._set_open(graph.id, graph.id not in self._open)
+
+    def action_fold_group(self) -> None:
+        graph, _ = self.current()
+        if graph is not None and self._grouped and graph.id in self._open:
+            self._set_open(graph.id, False)
+
+    def action_unfold_group(self) -> None:
+        graph, kernel = self.current()
+        if graph is not None and kernel is None and self._grouped and graph.id not in self._open:
+            self._set_open(graph.id, True)
+
+    def _set_open(self, gid: str, unfolded: bool) -> None:
+        (self._open.add if unfolded else self._open.discard)(gid)
+        self._rebuild(keep=GRAPH_ROW + gid)
+        self.settle_dimensions()
 
     def set_selected(self, kernel_id: str | None) -> None:
         old = self.selected_id
@@ -228,6 +343,10 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
+        graph, kernel = self.current()
+        if kernel is None and graph is not None and self._grouped:
+            self.action_toggle_group()  # enter on a graph row folds or unfolds it
+            return
         self.action_open_kernel()
 
     def action_open_kernel(self) -> None:
@@ -236,23 +355,30 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     def action_copy(self) -> None:
         lines = ["#\tkind\tnodes\tread\twritten\tuser lines\tkernel\tgraph"]
         n = 0
-        for kid in self._row_ids:
+        for kid in self._entries:
             k = self.kernels.get(kid)
             if k is None:
                 continue
             n += 1
-            lines.append(f"{n}\t{k.kind}\t{len(k.fx_nodes)}\t{fmt_bytes(k.bytes_read)}\t{fmt_bytes(k.bytes_written)}\t"
+            lines.append(f"{n}\t{k.kind}\t{k.node_count}\t{fmt_bytes(k.bytes_read)}\t{fmt_bytes(k.bytes_written)}\t"
                          + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
         self.app.copy_to_clipboard("\n".join(lines) + "\n")
         self.notify(f"copied {plural(n, 'kernel')} as TSV (OSC 52)", timeout=2)
 
 
-def feeds_next(bundle: Bundle, kernels_in_order: list[Kernel]) -> set[str]:
-    """The kernels whose result the next kernel of the list reads through memory (not fused)."""
-    from kernelscope.report.why import fusion_data
+def _entry_of(entries: list[str], key: str) -> int:
+    try:
+        return entries.index(key)
+    except ValueError:
+        return 0
 
-    pairs = {(p.get("producer"), p.get("consumer")) for p in fusion_data(bundle).get("pairs", [])}
-    return {a.id for a, b in zip(kernels_in_order, kernels_in_order[1:]) if (a.id, b.id) in pairs}
+
+def feeds_next(bundle: Bundle, graph: Graph, kernels: list[Kernel]) -> set[str]:
+    """The kernels of one graph whose result the next kernel of the list reads through memory (not fused)."""
+    from kernelscope.report.why import graph_pairs
+
+    pairs = {(p.get("producer"), p.get("consumer")) for p in graph_pairs(bundle, graph)}
+    return {a.id for a, b in zip(kernels, kernels[1:]) if (a.id, b.id) in pairs}
 
 
 def display_name(k: Kernel) -> str:
