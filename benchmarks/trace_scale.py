@@ -14,7 +14,7 @@ In one run, on the same file, this prints:
    of the last graph;
 4. `kernelscope show` and `kernelscope report --format md` of the bundle (wall).
 
-Run: .venv/bin/python benchmarks/trace_scale.py [--times 10 50] [--runs 3] [--no-tlparse] [--keep DIR]
+Run: .venv/bin/python benchmarks/trace_scale.py [--times 24 120] [--runs 3] [--no-tlparse] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -150,7 +150,8 @@ async def explorer_keys(bundle: Path, needle: str) -> tuple[list[float], str]:
             await pilot.press(ch)
         await pilot.press("enter")
         await pilot.pause(0.3)
-        found = str(getattr(app.screen, "selected_kernel_id", "") or "")
+        kernel = getattr(app.screen, "kernel", None)
+        found = f"{kernel.graph}/{kernel.name}" if kernel is not None else ""
         return times, found
 
 
@@ -160,7 +161,8 @@ def p95(values: list[float]) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--times", type=int, nargs="+", default=[10, 50], help="copies of the fixture trace (default 10 50)")
+    ap.add_argument("--times", type=int, nargs="+", default=[24, 120],
+                    help="copies of the fixture trace (default 24 120: an 82 MB and a 408 MB trace)")
     ap.add_argument("--runs", type=int, default=3, help="first-frame runs per app (median)")
     ap.add_argument("--no-tlparse", action="store_true", help="do not time tlparse")
     ap.add_argument("--no-ui", action="store_true", help="time open, show and report only")
@@ -200,7 +202,7 @@ def main() -> int:
             manifest = json.loads((bundle / "bundle.json").read_text())
             last = manifest["kernels"][-1]["name"] if manifest.get("kernels") else ""
             base = asyncio.run(minimal_keys())
-            keys, found = asyncio.run(explorer_keys(bundle, last[:24]))
+            keys, found = asyncio.run(explorer_keys(bundle, last))
             row.update(key_ratio=statistics.median(keys) / statistics.median(base), key_p95=p95(keys) / p95(base),
                        found=found, needle=last)
         rows.append(row)
@@ -220,7 +222,7 @@ def print_table(rows: list[dict]) -> None:
         tl_rss = f"{r['tl_MB']:.0f} MB" if "tl_MB" in r else "-"
         ff = f"{r['ui_ms']:.0f} / {r['min_ms']:.0f} ms = {r['ui_ms'] / r['min_ms']:.2f}x" if "ui_ms" in r else "-"
         keys = f"{r['key_ratio']:.2f}x / {r['key_p95']:.2f}x" if "key_ratio" in r else "-"
-        found = ("found" if r.get("found", "").endswith(r.get("needle", "?")) else f"NOT found ({r.get('found')!r})") \
+        found = (f"found in {r['found'].split('/')[0]}" if r.get("found", "").endswith("/" + r.get("needle", "?")) else f"NOT found ({r.get('found')!r})") \
             if "needle" in r else "-"
         print(f"| {r['MB']:.0f} MB (x{r['times']}) | {r['open_s']:.1f} s | {tl} | {ratio} | {r['open_MB']:.0f} MB | "
               f"{tl_rss} | {r['show_s']:.1f} s | {r['report_s']:.1f} s | {ff} | {keys} | {found} |")

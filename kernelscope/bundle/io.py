@@ -128,17 +128,21 @@ def _one_line(exc: BaseException) -> str:
 
 
 def referenced_paths(bundle: Bundle) -> list[str]:
-    """Every bundle-relative path the manifest names (texts, logs, Triton stages, the source copy, the
-    graphs' detail files); the Triton stages of a detail file not read yet are checked when it is."""
+    """Every bundle-relative path the manifest names (texts, logs, Triton stages, the source copy). A
+    format-2 graph's own files and its kernels' (sources, Triton stages) are checked when its detail
+    file is read (bundle/shards.py), so a job's first frame checks what it shows, not every graph's
+    files; every reader goes through ``inside`` and ``open_regular`` as well."""
     paths: list[str] = []
     if bundle.source.get("path"):
         paths.append(bundle.source["path"])
     paths += [p for p in bundle.files.values() if p]
+    lazy = {g.id for g in bundle.graphs if g.__dict__.get("_detail_path") and not g.detail_loaded}
     for g in bundle.graphs:
-        paths += [p for p in g.files.values() if p]
-        if (detail := g.__dict__.get("_detail_path")):
-            paths.append(detail)
+        if g.id not in lazy:
+            paths += [p for p in g.files.values() if p]
     for k in bundle.kernels:
+        if k.graph in lazy:
+            continue
         if k.source:
             paths.append(k.source)
         if k.detail_loaded:

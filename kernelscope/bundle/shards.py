@@ -219,7 +219,9 @@ class _GraphDetail:
                 kernel_parts[k.id] = build_kernel(merged, f"{where}: kernels[{k.id!r}]")
         from kernelscope.bundle.io import check_paths
 
-        check_paths(self.bundle, [p for kp in kernel_parts.values() for v in kp.triton for p in v.files.values() if p])
+        check_paths(self.bundle, [p for p in self.graph.files.values() if p]
+                    + [k.source for k in self.kernels if k.source]
+                    + [p for kp in kernel_parts.values() for v in kp.triton for p in v.files.values() if p])
         return graph_part, kernel_parts
 
 

@@ -89,6 +89,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self._open: set[str] = set()  # unfolded graphs
         self._grouped = False  # graph rows shown (more than one graph)
         self._marked_graphs: set[str] = set()  # graphs whose ↓ marks were worked out
+        self._moved_of: dict[str, str] = {}  # a graph row's bytes-moved cell, worked out once
         self._name_width: int | None = None  # the name column's width now; None: names in full
         self._files_of_lines = 0  # how many files the kernels' user lines are in
 
@@ -106,6 +107,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.graphs = {g.id: g for g in bundle.graphs}
         self.round_trip_ids = set()
         self._marked_graphs = set()
+        self._moved_of = {}
         self._files_of_lines = len({u.file for k in kernels_in_order for u in k.user_lines})
         self._by_graph = {g.id: [] for g in bundle.graphs}
         for k in kernels_in_order:
@@ -165,13 +167,22 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     def _graph_label(self, g: Graph, width: int | None = None) -> Text:
         n = len(self._by_graph.get(g.id, []))
         fold = ("▾ " if g.id in self._open else "▸ ") if self._grouped else ""
-        text = f"{fold}{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}"
-        if width and len(text) > width:
-            text = fold + shorten_middle(f"{g.kind} graph {g.compile_id}", max(width - len(fold), 4))
+        # Narrower, words go before the graph's id and count do: what tells one row from the next stays whole.
+        forms = [f"{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}", f"{g.kind} {g.compile_id} · {n}",
+                 f"{g.kind[:3]} {g.compile_id} · {n}", f"{g.compile_id} · {n}"]
+        text = next((fold + f for f in forms if not width or len(fold + f) <= width), None)
+        if text is None:
+            text = fold + shorten_middle(g.compile_id, max((width or 0) - len(fold), 4))
         return Text(text, style="bold italic")
 
     def _graph_moved(self, gid: str) -> str:
         """Bytes the graph's kernels move per call (every launch), '' when a size is symbolic."""
+        cell = self._moved_of.get(gid)
+        if cell is None:
+            cell = self._moved_of[gid] = self._sum_moved(gid)
+        return cell
+
+    def _sum_moved(self, gid: str) -> str:
         total = 0
         for k in self._by_graph.get(gid, []):
             moved = kernel_moved(k)
@@ -208,7 +219,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     def _wanted_width(self, others: int) -> int | None:
         """The name column's width for the shown rows: None (names in full) when they fit."""
         kernels = [self.kernels[key] for key in self._row_ids if not key.startswith(GRAPH_ROW)]
+        graphs = [self.graphs[key[len(GRAPH_ROW):]] for key in self._row_ids if key.startswith(GRAPH_ROW)]
         longest = max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in kernels]
+                      + [len(self._graph_label(g).plain) for g in graphs]  # a graph row's label whole where it fits
                       + [len(self.columns[ColumnKey("name")].label.plain)])
         width = self.scrollable_content_region.width
         # Not laid out yet (loaded in on_mount): the narrowest names, so that the first layout gives the table
@@ -350,7 +363,11 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.action_open_kernel()
 
     def action_open_kernel(self) -> None:
-        self.post_message(self.Opened(self.current()[1]))
+        graph, kernel = self.current()
+        if kernel is None and graph is not None and self._grouped:
+            self.action_toggle_group()  # enter on a graph's row folds or unfolds it
+            return
+        self.post_message(self.Opened(kernel))
 
     def action_copy(self) -> None:
         lines = ["#\tkind\tnodes\tread\twritten\tuser lines\tkernel\tgraph"]

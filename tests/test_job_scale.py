@@ -1,0 +1,210 @@
+"""A whole job at any size: `kernelscope open` streams a job-sized trace frame by frame (the same bundle
+as building the whole log at once, in bounded memory, on every core), and the bundle reads as a job:
+`show` summarises per graph first, the kernel list groups graphs and `/` finds a kernel in any of them.
+
+The job is the H200 GPT-2 training trace (tests/fixtures/gpu_train_gpt2) repeated the way a long job
+accumulates compiled frames (tests/job_trace.py), built here, never committed."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelscope.bundle.io import read_bundle, save_manifest
+from kernelscope.bundle.model import Bundle
+from kernelscope.ingest.build import RawCapture, build_bundle
+from kernelscope.ingest.open_trace import bundle_from_trace
+from kernelscope.ingest.stream import build_frames, spool_trace
+from kernelscope.ingest.tracelog import parse_spool_text, parse_trace_file, parse_trace_folder
+from kernelscope.report.why import fusion_data
+from tests.conftest import REPO, kernelscope_cmd
+from tests.job_trace import scale_trace
+
+TRAIN = REPO / "tests" / "fixtures" / "gpu_train_gpt2"
+
+
+@pytest.fixture(scope="module")
+def train_trace(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("train-trace")
+    (folder / "torch_trace.log").write_bytes(gzip.decompress((TRAIN / "trace.log.gz").read_bytes()))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> tuple[Path, Path]:
+    """A 16-copy job (32 compiled frames, 64 graphs) and its bundle, opened by the CLI."""
+    root = tmp_path_factory.mktemp("job")
+    trace = scale_trace(TRAIN / "trace.log.gz", root / "job.log", 16)
+    proc = kernelscope_cmd("open", str(trace), "--no-ui", "-o", str(root / "bundle"))
+    assert proc.returncode == 0, proc.stderr
+    return trace, root / "bundle"
+
+
+def _facts(b: Bundle) -> list[tuple]:
+    return [(k.graph, k.name, k.kind, k.launches, k.bytes_read, k.bytes_written, sorted(k.fx_nodes),
+             [(Path(u.file).name, u.line) for u in k.library_lines]) for k in b.kernels]
+
+
+def test_streamed_open_is_the_bundle_the_whole_log_build_gives(train_trace, tmp_path):
+    streamed = bundle_from_trace(train_trace, tmp_path / "streamed")
+    whole = build_bundle(tmp_path / "whole", RawCapture(traces=[t for _, t in parse_trace_folder(train_trace)]),
+                         Bundle(target={"spec": "x"}))
+    assert [g.id for g in streamed.graphs] == [g.id for g in whole.graphs]
+    assert len(streamed.kernels) == len(whole.kernels) == 60
+    reread = read_bundle(tmp_path / "streamed")
+    assert _facts(reread) == _facts(whole)
+    assert [(gb.file, gb.line, gb.reason) for gb in reread.graph_breaks] == \
+        [(gb.file, gb.line, gb.reason) for gb in whole.graph_breaks]
+    # The guards and symbols of each graph are in its detail file, read when asked for.
+    assert [len(g.guards) for g in reread.graphs] == [len(g.guards) for g in whole.graphs]
+    assert sum(len(g.guards) for g in reread.graphs) > 0
+
+
+def test_a_spool_reads_back_to_the_records_of_the_log_it_came_from(train_trace, tmp_path):
+    spooled = spool_trace([(train_trace / "torch_trace.log", None)], tmp_path)
+    assert len(spooled.frames) >= 4 and spooled.malformed == 0
+    for path in spooled.frames.values():
+        by_lines, by_records = parse_trace_file(path), parse_spool_text(path.read_text())
+        assert [(r.kind, r.payload) for r in by_lines.records] == [(r.kind, r.payload) for r in by_records.records]
+        assert by_lines.chromium_events == by_records.chromium_events
+
+
+def test_frames_built_on_two_cores_give_the_same_index_as_one(job, tmp_path):
+    trace, _ = job
+    (tmp_path / "spool").mkdir()
+    spooled = spool_trace([(trace, None)], tmp_path / "spool")
+    from kernelscope.ingest.stream import FrameJob
+
+    def jobs(staging: Path) -> list[FrameJob]:
+        staging.mkdir()
+        return [FrameJob(spool=str(p), staging=str(staging), strings=spooled.strings, rank=rank, rank_prefix=False,
+                         name_counts=spooled.name_counts, cache_entries=[], best_configs=[], stderr_text="")
+                for (rank, _), p in spooled.frames.items()]
+
+    one = build_frames(jobs(tmp_path / "one"), workers=1)
+    two = build_frames(jobs(tmp_path / "two"), workers=2)
+    assert [p["kernels"] for p in one] == [p["kernels"] for p in two]
+    assert sum(len(p["kernels"]) for p in one) == 16 * 60
+
+
+def test_open_of_a_trace_larger_than_its_address_space_limit(tmp_path):
+    """Memory follows the largest compiled frame, not the trace: a 110 MB trace opens in 96 MB of address space."""
+    trace = scale_trace(TRAIN / "trace.log.gz", tmp_path / "big.log", 32)
+    limit = 96 << 20
+    assert trace.stat().st_size > limit
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), MALLOC_ARENA_MAX="2")
+    proc = subprocess.run([sys.executable, "-m", "kernelscope", "open", str(trace), "--no-ui", "-o",
+                           str(tmp_path / "bundle")], preexec_fn=cap, capture_output=True, text=True, env=env,
+                          cwd=str(REPO), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "64 compile ids, 128 graphs, 1920 kernels" in proc.stderr
+    assert len(read_bundle(tmp_path / "bundle").kernels) == 32 * 60
+
+
+def test_show_of_a_job_summarises_per_graph_and_lists_every_kernel_on_request(job):
+    _, bundle = job
+    proc = kernelscope_cmd("show", str(bundle))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "job: 32 compiled frames, 64 graphs (32 forward, 32 backward), 960 kernels" in out
+    assert "1-0-1-forward   forward        22       25    60.6 MB  forward at modeling_gpt2.py:647" in out
+    assert "kernels moving the most bytes (10 of 960" in out
+    assert out.count("triton_") < 40  # a summary, not a page per kernel
+    every = kernelscope_cmd("show", str(bundle), "--all").stdout
+    assert every.count("\n  ") > 960 and "76-0-1-backward" in every
+
+
+def test_the_index_holds_the_job_and_each_graph_keeps_its_own_pairs(job):
+    _, bundle = job
+    import json
+
+    index = json.loads((bundle / "bundle.json").read_text())
+    assert index["version"] == 2 and len(index["kernels"]) == 960
+    assert all("fx_nodes" in k and isinstance(k["fx_nodes"], int) for k in index["kernels"])
+    b = read_bundle(bundle)
+    assert not any(g.detail_loaded for g in b.graphs)  # nothing of a graph's detail is read to list the job
+    first = b.graphs[0]
+    assert first.guards is not None and first.detail_loaded and not b.graphs[-1].detail_loaded
+
+
+def test_the_kernel_list_groups_a_jobs_graphs_and_slash_finds_a_kernel_in_any_of_them(job):
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
+
+    _, bundle = job
+    last_graph = read_bundle(bundle).graphs[-1]
+    wanted = next(k for k in read_bundle(bundle).kernels if k.graph == last_graph.id and k.lang == "triton")
+
+    async def run() -> None:
+        app = make_app(str(bundle))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            table = screen.query_one(KernelTable)
+            labels = [table.get_row_at(i)[1].plain for i in range(table.row_count)]
+            # The first graph unfolded, every other one a folded row with its count.
+            assert labels[0] in ("▾ forward graph 1/0_1 · 22 kernels", "▾ forward 1/0_1 · 22"), labels[0]
+            assert sum(1 for x in labels if x.startswith("▸ ")) == 63
+            assert table.row_count == 64 + 22
+            # Enter on a folded graph's row unfolds it; enter again folds it.
+            row = next(i for i, key in enumerate(table._row_ids) if key == GRAPH_ROW + "3-0-forward")
+            table.move_cursor(row=row)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert table.row_count == 64 + 22 + 3
+            assert table.get_row_at(row)[1].plain.startswith("▾ forward 3/0 · 3")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert table.row_count == 64 + 22
+            table.focus()
+            # Every copy of the job defines the same kernels: the first match is in the first backward graph
+            # (folded, so unfolded now), the previous one (wrapping) in the last graph of the job.
+            await pilot.press("slash", *wanted.name[-30:], "enter")
+            await pilot.pause()
+            assert screen.kernel is not None and screen.kernel.name == wanted.name, screen.kernel
+            assert screen.kernel.graph == "1-0-1-backward"
+            assert table.row_count > 64 + 22  # its graph unfolded
+            await pilot.press("N")
+            await pilot.pause()
+            assert screen.kernel.name == wanted.name and screen.kernel.graph == last_graph.id, screen.kernel.graph
+
+    asyncio.run(run())
+
+
+def test_the_info_pane_of_a_job_reads_the_selected_graph_only(job):
+    from kernelscope.ui.summary import capture_info, kernel_info, why_info
+
+    _, bundle = job
+    b = read_bundle(bundle)
+    k = b.kernels[0]
+    text = kernel_info(b, k) + capture_info(b) + why_info(b, k, b.graphs[0])
+    assert "each graph's shapes and guards: under the selected kernel" in text
+    assert f"── shapes and guards of graph {k.graph} ──" in text
+    loaded = [g.id for g in b.graphs if g.detail_loaded]
+    assert loaded == [k.graph], loaded
+    assert fusion_data(b)["pair_count"] >= 0  # the whole job's, when asked for (show --fusion)
+
+
+def test_a_format_2_bundle_written_again_keeps_its_detail(job, tmp_path):
+    import shutil
+
+    _, bundle = job
+    copy = tmp_path / "copy"
+    shutil.copytree(bundle, copy)
+    b = read_bundle(copy)
+    b.notes.append("reviewed")
+    save_manifest(b, copy)  # graphs never read stay as they were on disk
+    again = read_bundle(copy)
+    assert "reviewed" in again.notes
+    assert _facts(again) == _facts(read_bundle(bundle))
