@@ -208,3 +208,20 @@ def test_a_format_2_bundle_written_again_keeps_its_detail(job, tmp_path):
     again = read_bundle(copy)
     assert "reviewed" in again.notes
     assert _facts(again) == _facts(read_bundle(bundle))
+
+
+def test_the_manifest_is_walked_for_control_characters_whenever_its_text_may_hold_one():
+    """read_bundle skips the walk that strips escapes only where the JSON text cannot decode to a control
+    character: every character that the walk would strip is seen in the text, escaped or raw."""
+    import json
+
+    from kernelscope.bundle.io import _may_hold_controls
+    from kernelscope.textsafe import CONTROLS
+
+    for code in range(0x250):
+        ch = chr(code)
+        for ascii_only in (True, False):
+            raw = json.dumps({"name": f"k{ch}k"}, ensure_ascii=ascii_only).encode()
+            if CONTROLS.search(ch):
+                assert _may_hold_controls(raw), (hex(code), ascii_only)
+    assert not _may_hold_controls(json.dumps({"a": "tab\t newline\n quote\" Ω"}).encode())

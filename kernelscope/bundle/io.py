@@ -48,7 +48,8 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
         if size > MAX_MANIFEST_BYTES:
             raise BundleError(f"{manifest}: bundle manifest of {size >> 20} MB is larger than kernelscope reads "
                               f"({MAX_MANIFEST_BYTES >> 20} MB); capture again")
-        data = json.loads(read_regular(manifest, MAX_MANIFEST_BYTES, "bundle manifest").decode("utf-8"))
+        raw = read_regular(manifest, MAX_MANIFEST_BYTES, "bundle manifest")
+        data = json.loads(raw.decode("utf-8"))
     except FileProblem as exc:
         raise BundleError(f"{exc}; capture again") from exc
     except (OSError, ValueError) as exc:
@@ -66,7 +67,7 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
             f"{root}: bundle format version {version} is newer than this kernelscope reads "
             f"({SCHEMA_VERSION}); upgrade kernelscope"
         )
-    strip_controls(data)
+    strip_controls(data, raw)
     try:
         if version >= 2:
             from kernelscope.bundle.shards import from_index
@@ -108,9 +109,26 @@ def check_paths(bundle: Bundle, relpaths: list[str]) -> None:
 MAX_MANIFEST_BYTES = 256 << 20
 
 
-def strip_controls(data: Any) -> None:
+# What a control character (not tab or newline) can look like in JSON text that json.loads took (raw
+# control bytes are refused there, outside a string they are whitespace): a \u escape, the short escapes
+# \b \f \r, DEL raw, a C1 character raw (UTF-8 0xc2 0x80-0x9f). Looked for with ``in`` (C speed) first.
+_U_CONTROL = re.compile(rb"\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u00[89][0-9a-fA-F]")
+_C1_RAW = re.compile(rb"\xc2[\x80-\x9f]")
+
+
+def _may_hold_controls(raw: bytes) -> bool:
+    return (b"\x7f" in raw or b"\\b" in raw or b"\\f" in raw or b"\\r" in raw
+            or (b"\\u00" in raw and _U_CONTROL.search(raw) is not None)
+            or (b"\xc2" in raw and _C1_RAW.search(raw) is not None))
+
+
+def strip_controls(data: Any, raw: bytes | None = None) -> None:
     """Remove escape sequences and control characters from every string value of a manifest, in place:
-    a kernel name or a break reason is printed to terminals, error lines and reports."""
+    a kernel name or a break reason is printed to terminals, error lines and reports. ``raw``: the JSON
+    text ``data`` was parsed from; where it holds nothing that decodes to a control character (the usual
+    case), there is nothing to walk."""
+    if raw is not None and not _may_hold_controls(raw):
+        return
     stack = [data]
     while stack:
         node = stack.pop()

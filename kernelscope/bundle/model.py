@@ -31,7 +31,7 @@ SCHEMA_VERSION = 2  # 2: the manifest an index, each graph's detail a file of it
 
 # The fields a kernel's and a graph's detail file holds (format 2); read when first asked for.
 KERNEL_DETAIL = ("fx_nodes", "fx_nodes_pre", "aten_ops", "library_lines", "frames", "launch_info", "buffers",
-                 "triton")
+                 "triton", "call_text", "kernel_path", "provenance")
 GRAPH_DETAIL = ("symbols", "calls", "guards", "fusion_pairs")
 
 
@@ -192,6 +192,13 @@ class Kernel(_Lazy):
         if not self.detail_loaded:
             return self.__dict__["_index"]["fx_nodes"]
         return len(self.fx_nodes)
+
+
+# A detail field must not be a class attribute: the class default would answer before _Lazy.__getattr__ asks
+# the detail file (dataclass __init__ keeps its own copy of each default).
+for _name in KERNEL_DETAIL:
+    if _name in Kernel.__dict__:
+        delattr(Kernel, _name)
 
 
 def _sum_bytes(buffers: list[BufferUse], roles: tuple[str, ...], reading: bool = False) -> int | None:

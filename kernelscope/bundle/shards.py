@@ -47,6 +47,9 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9_.+-]{1,160}$")
 _LISTS = ("graphs", "kernels", "lines", "graph_breaks", "recompiles", "autotune")
 # Kernel fields the index keeps (the rest is detail); user_lines become ids into the lines table.
 _KERNEL_INDEX = tuple(f for f in Kernel.__dataclass_fields__ if f not in KERNEL_DETAIL and f != "user_lines")
+# The figures a list shows without the detail (model.Kernel's properties answer from them until it is read).
+_FIGURES = ("bytes_read", "bytes_written", "bytes_bound", "fx_nodes")
+_FIGURE_HINTS = {"bytes_read": "int | None", "bytes_written": "int | None", "bytes_bound": "bool", "fx_nodes": "int"}
 _GRAPH_INDEX = tuple(f for f in Graph.__dataclass_fields__ if f not in GRAPH_DETAIL)
 
 
@@ -163,6 +166,19 @@ def _same_folder(a: Path, b: Path) -> bool:
         return False
 
 
+def _empty_detail() -> dict[str, Any]:
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(Kernel):
+        if f.name in KERNEL_DETAIL:
+            out[f.name] = f.default_factory if f.default_factory is not dataclasses.MISSING else (lambda v=f.default: v)
+    return out
+
+
+_EMPTY_DETAIL = _empty_detail()  # a detail field's value when the detail file could not be read
+
+
 class _GraphDetail:
     """The loader of one graph's detail file, shared by the graph and its kernels (see model._Lazy)."""
 
@@ -185,7 +201,7 @@ class _GraphDetail:
             for k in self.kernels:
                 got = kernel_parts.get(k.id)
                 for f in KERNEL_DETAIL:
-                    k.__dict__[f] = getattr(got, f) if got is not None else []
+                    k.__dict__[f] = getattr(got, f) if got is not None else _EMPTY_DETAIL[f]()
                 k.__dict__["_detail"] = None
                 k.__dict__.pop("_index", None)
 
@@ -195,7 +211,8 @@ class _GraphDetail:
 
         path = inside(self.bundle.root, self.relpath)
         try:
-            data = json.loads(read_regular(path, MAX_DETAIL_BYTES, "graph detail file").decode("utf-8"))
+            raw = read_regular(path, MAX_DETAIL_BYTES, "graph detail file")
+            data = json.loads(raw.decode("utf-8"))
         except FileProblem as exc:
             raise BundleError(f"{self.bundle.root}: {exc}") from exc
         except (OSError, ValueError, RecursionError) as exc:
@@ -205,7 +222,7 @@ class _GraphDetail:
         if not isinstance(data, dict) or not isinstance(data.get("graph", {}), dict) \
                 or not isinstance(data.get("kernels", {}), dict):
             raise BundleError(f"{self.bundle.root}: {where} is not a graph detail file")
-        strip_controls(data)
+        strip_controls(data, raw)
         g = build(Graph, {**data.get("graph", {}), "id": self.graph.id, "compile_id": self.graph.compile_id,
                           "kind": self.graph.kind}, f"{where}: graph")
         graph_part = {f: getattr(g, f) for f in GRAPH_DETAIL}
@@ -225,13 +242,49 @@ class _GraphDetail:
         return graph_part, kernel_parts
 
 
-def _index_figures(entry: dict[str, Any], where: str) -> dict[str, Any]:
-    figures = {"bytes_read": entry.get("bytes_read"), "bytes_written": entry.get("bytes_written"),
-               "bytes_bound": entry.get("bytes_bound", False), "fx_nodes": entry.get("fx_nodes", 0)}
-    for key, hint in (("bytes_read", "int | None"), ("bytes_written", "int | None"), ("bytes_bound", "bool"),
-                      ("fx_nodes", "int")):
-        _check(figures[key], hint, f"{where}.{key}")
-    return figures
+_TYPES = {"str": (str,), "int": (int,), "bool": (bool,), "str|None": (str, type(None)),
+          "int|None": (int, type(None))}
+
+
+def _check_kernel_columns(entries: list[Any]) -> None:
+    """Every kernel entry of the index type-checked field by field across all of them at once (one pass per
+    field at C speed where every value has its plain type); a bad value is named as
+    ``bundle.kernels[i].field``, by the one-value check."""
+    from kernelscope.bundle.validate import _hints
+
+    for i, entry in enumerate(entries):
+        if type(entry) is not dict:
+            raise BundleError(f"bundle.kernels[{i}] should be an object")
+    hints = {**_hints(Kernel), **_FIGURE_HINTS, "user_lines": "list[int]"}
+    missing = object()
+    for name, hint in hints.items():
+        if name in KERNEL_DETAIL and name not in _FIGURE_HINTS:
+            continue  # detail fields are checked when their detail file is read
+        allowed = _TYPES.get(hint.replace(" ", ""))
+        values = [e.get(name, missing) for e in entries]
+        if allowed is not None and all(type(v) in allowed or v is missing for v in values):
+            continue
+        if hint == "list[int]" and all(v is missing or (type(v) is list and all(type(x) is int for x in v))
+                                       for v in values):
+            continue
+        for i, v in enumerate(values):
+            if v is missing:
+                if name in ("id", "graph", "name", "kind", "lang", "launch_index"):
+                    raise BundleError(f"bundle.kernels[{i}] has no {name}")
+                continue
+            _check(v, hint, f"bundle.kernels[{i}].{name}")
+
+
+def _kernel_defaults() -> dict[str, Any]:
+    import dataclasses
+
+    out = {}
+    for f in dataclasses.fields(Kernel):
+        if f.name in KERNEL_DETAIL or f.name == "user_lines":
+            continue
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+    return out
 
 
 def from_index(data: dict[str, Any], root: str) -> Bundle:
@@ -255,24 +308,26 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
         g.__dict__["_detail_path"] = entry["detail"]
         graphs.append(g)
     b.graphs = graphs
-    kernels: list[Kernel] = []
-    raw_kernels = data.get("kernels", [])
-    if not isinstance(raw_kernels, list):
-        raise BundleError(f"bundle.kernels should be a list, not {type(raw_kernels).__name__}")
+    entries = data.get("kernels", [])
+    if not isinstance(entries, list):
+        raise BundleError(f"bundle.kernels should be a list, not {type(entries).__name__}")
+    _check_kernel_columns(entries)
+    known = set(_KERNEL_INDEX)
     n_lines = len(line_table)
-    for i, entry in enumerate(raw_kernels):
-        where = f"bundle.kernels[{i}]"
-        if not isinstance(entry, dict):
-            raise BundleError(f"{where} should be an object")
-        k = build(Kernel, {key: v for key, v in entry.items() if key not in KERNEL_DETAIL}, where)
-        ids = entry.get("user_lines", [])
-        _check(ids, "list[int]", f"{where}.user_lines")
-        if any(not 0 <= x < n_lines for x in ids):
-            raise BundleError(f"{where}.user_lines names a line the bundle's lines table does not have")
-        k.user_lines = [line_table[x] for x in ids]
-        for f in KERNEL_DETAIL:
-            k.__dict__.pop(f, None)
-        k.__dict__["_index"] = _index_figures(entry, where)
+    defaults = _kernel_defaults()
+    kernels: list[Kernel] = []
+    new = object.__new__
+    for i, entry in enumerate(entries):
+        k = new(Kernel)
+        d = k.__dict__
+        d.update(defaults)
+        d.update((key, v) for key, v in entry.items() if key in known)
+        ids = entry.get("user_lines") or []
+        if ids and any(not 0 <= x < n_lines for x in ids):
+            raise BundleError(f"bundle.kernels[{i}].user_lines names a line the bundle's lines table does not have")
+        d["user_lines"] = [line_table[x] for x in ids]
+        d["_index"] = {"bytes_read": entry.get("bytes_read"), "bytes_written": entry.get("bytes_written"),
+                       "bytes_bound": entry.get("bytes_bound", False), "fx_nodes": entry.get("fx_nodes", 0)}
         kernels.append(k)
     b.kernels = kernels
     check_references(b)

@@ -7,7 +7,7 @@ command without a name: ``kernelscope [TARGET|BUNDLE]``. A new subcommand: a mod
 
 from __future__ import annotations
 
-from kernelscope.commands import bench, capture, diff, report, run, samples, serve, show, talk
+from kernelscope.commands import bench, capture, diff, export, report, run, samples, serve, show, talk
 from kernelscope.commands import open as open_
 
 COMMANDS = {
@@ -16,6 +16,7 @@ COMMANDS = {
     "samples": samples,
     "bench": bench,
     "report": report,
+    "export": export,
     "diff": diff,
     "open": open_,
     "run": run,
