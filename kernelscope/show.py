@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelscope.bundle.artifacts import RENDERED_STAGES, STORED_TEXT, stage_order
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
+from kernelscope.bundle.kernel_match import names_line
 from kernelscope.bundle.model import FX_KINDS, Bundle, Graph, Kernel, Recompile, run_state, to_dict
 from kernelscope.bundle.origin import actions as origin_actions
 from kernelscope.bundle.origin import origin_line
@@ -30,7 +31,8 @@ _STAGE_HELP = ", ".join(n for n in {**STORED_TEXT, **RENDERED_STAGES} if n not i
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle", help="a bundle folder written by `kernelscope capture`")
     p.add_argument("--json", action="store_true", help="print the summary as JSON, for scripts")
-    p.add_argument("--kernel", metavar="NAME", help="a kernel name or id (see the summary)")
+    p.add_argument("--kernel", metavar="NAME",
+                   help="a kernel: its id, its name, or a part of its name that only it has (add_relu)")
     p.add_argument("--graph", metavar="ID", help="a graph id, for graph artifacts (default: all graphs)")
     p.add_argument("--artifact", metavar="NAME",
                    help="print one artifact: source, output_code, fx-dynamo, fx-aot, fx-aot-joint, fx-post-grad, "
@@ -398,7 +400,8 @@ def artifact_text(b: Bundle, artifact: str, kernel: str | None = None, graph: st
             return texts[0][1]
         return "".join(f"# ===== kernelscope: graph {gid} =====\n{text}\n" for gid, text in texts)
     if k is None:
-        raise BundleError(f"--artifact {artifact} needs --kernel NAME; kernels: " + ", ".join(x.name for x in b.kernels))
+        raise BundleError(f"--artifact {artifact} needs --kernel NAME (a part of a name will do); kernels: "
+                          + names_line(b.kernels))
     if artifact == "source" and not arch:
         if not k.source:
             raise BundleError(f"{k.name} is an extern call ({k.call_text}); it has no generated source")

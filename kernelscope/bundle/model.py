@@ -317,16 +317,17 @@ class Bundle:
         return p if isinstance(p, dict) and p.get("arch") else None
 
     def kernel(self, key: str) -> Kernel:
-        """The kernel whose id or name is ``key``; a name must be unique in the bundle."""
-        for k in self.kernels:
-            if k.id == key:
-                return k
-        named = [k for k in self.kernels if k.name == key]
-        if len(named) == 1:
-            return named[0]
-        if not named:
-            raise NotInBundle(f"no kernel {key!r} in this capture; kernels: " + ", ".join(k.name for k in self.kernels))
-        raise NotInBundle(f"kernel name {key!r} is ambiguous; use one of: " + ", ".join(k.id for k in named))
+        """The kernel ``key`` names: its id, its name, else the one kernel whose name holds ``key``
+        (``add_relu``), as ``/`` in the kernel list finds one (bundle/kernel_match.py). NotInBundle, one
+        line, when several answer (some of them named) or none (the closest names)."""
+        from kernelscope.bundle import kernel_match  # difflib and the rules load on a lookup, not on import
+
+        found = kernel_match.matching(self.kernels, key)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise NotInBundle(kernel_match.not_found_line(self.kernels, key))
+        raise NotInBundle(kernel_match.ambiguous_line(found, key))
 
     def source_files(self) -> list[dict[str, Any]]:
         """The source files the bundle copied (your files first, then library files): each a dict
