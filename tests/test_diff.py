@@ -231,3 +231,58 @@ def test_device_assert_strings_in_ptx_and_llir_ignore_the_folder():
     assert normalise_text(ptx(a)) == normalise_text(ptx(b)) and normalise_text(llir(a)) == normalise_text(llir(b))
     message = ".global .align 1 .b8 assertMessage_0[7] = {105, 110, 100, 101, 120, 33, 0};"
     assert normalise_text(message) == '.global .align 1 .b8 assertMessage_0[<n>] = "index!";'
+
+
+def _linear_relu_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """linear_relu captured twice, B for 4x the rows under no_grad and eval: its extern mm moves more bytes
+    (the same call), its Triton kernel is the same; both benchmarked, the kernel timed in µs."""
+    out = []
+    for name, rows, options, ms in (("a", 32, {"no_grad": False, "eval": False, "grad_mode": "grad"}, 0.0027),
+                                    ("b", 128, {"no_grad": True, "eval": True, "grad_mode": "no_grad",
+                                                "train": "eval"}, 0.0054)):
+        dst = tmp_path / name
+        shutil.copytree(GPU_FIXTURES / "linear_relu", dst)
+        m = json.loads((dst / "bundle.json").read_text())
+        m["target"]["inputs"] = [f"f32[{rows}, 512]", "f32[512, 512]", "f32[512]"]
+        m["options"].update(options)
+        mm, relu = m["kernels"]
+        for buf in mm["buffers"]:
+            if buf["name"] in ("arg0_1", "buf0"):
+                buf["bytes"] = rows * 512 * 4
+        m["extra"]["bench"] = {"kernels": {relu["id"]: {"time_ms": ms}}}
+        (dst / "bundle.json").write_text(json.dumps(m))
+        out.append(dst)
+    return out[0], out[1]
+
+
+def test_diff_says_first_that_the_inputs_and_the_grad_mode_differ(tmp_path, capsys):
+    a, b = _linear_relu_pair(tmp_path)
+    assert main(["diff", str(a), str(b)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("the captures differ, A -> B:")
+    assert lines[at + 1:at + 3] == ["  inputs f32[32, 512], f32[512, 512], f32[512] -> f32[128, 512], f32[512, 512], "
+                                    "f32[512]", "  ran under grad -> no_grad · eval"]
+    assert at < next(i for i, line in enumerate(lines) if line.split()[:1] == ["graphs"])  # before the counts
+    assert main(["diff", str(a), str(b), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["differs"][1] == "ran under grad -> no_grad · eval"
+    assert main(["diff", str(a), str(a)]) == 0
+    assert "the captures differ" not in capsys.readouterr().out
+
+
+def test_an_extern_call_on_both_sides_is_not_shown_as_removed_and_added(tmp_path, capsys):
+    a, b = _linear_relu_pair(tmp_path)
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    entry = out[out.index("CHANGED  extern_kernels.mm"):].split("\n\n")[0].splitlines()
+    assert entry == ["CHANGED  extern_kernels.mm",
+                     "  = extern_kernels.mm (extern; fused mm_default)",
+                     "    bytes read 1.1 MB -> 1.3 MB",
+                     "    bytes written 65.5 KB -> 262.1 KB"]
+
+
+def test_diff_times_say_microseconds_as_everything_else_does(tmp_path, capsys):
+    a, b = _linear_relu_pair(tmp_path)
+    assert main(["diff", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "SAME     triton_poi_fused_addmm_relu_0   [2.7 µs -> 5.4 µs (+100%)]" in out
+    assert " us" not in out

@@ -107,7 +107,7 @@ def test_report_shows_eager_vs_compiled_and_kernel_times_when_benchmarked(ref_bu
     row = cells.index("kernel launches per call")
     assert cells[row + 1: row + 3] == ["2", "1"]
     assert "time" in cells
-    assert "2.7 us" in cells  # triton_poi_fused_add_relu_0's device time in the probe
+    assert "2.7 µs" in cells  # triton_poi_fused_add_relu_0's device time in the probe
     data = report_data(read_bundle(bundle))
     assert data["bench"]["eager"]["launches"] == 2 and data["bench"]["compiled"]["launches"] == 1
     assert data["kernels"][0]["time_ms"] == pytest.approx(0.0027)

@@ -215,7 +215,7 @@ def environment_text(env: dict[str, Any]) -> str:
 def fmt_ms(ms: float | None) -> str:
     if ms is None:
         return ""
-    return f"{ms * 1000:.1f} us" if ms < 1 else f"{ms:.3f} ms"
+    return f"{ms * 1000:.1f} µs" if ms < 1 else f"{ms:.3f} ms"
 
 
 def summary_facts(data: dict[str, Any], code: Callable[[Any], str], text: Callable[[Any], str],

@@ -16,7 +16,7 @@ from typing import Any
 
 from kernelscope.bundle.artifacts import DIFF_STAGES
 from kernelscope.bundle.io import clip_text, read_text
-from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant
+from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant, run_state
 from kernelscope.bundle.symbolic import is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.report.normalise import normalise_text, rename_kernel
@@ -355,9 +355,24 @@ def _describe(d: BundleDiff, e: KernelChange) -> None:
 OPTION_KEYS = ("device", "mode", "dynamic", "fullgraph", "backward")
 
 
+def _inputs_text(target: dict[str, Any]) -> str:
+    """``f32[256, 128], f32[128]``; each call's, ``;`` between calls, where the capture made several."""
+    calls = target.get("calls") or ([target["inputs"]] if target.get("inputs") else [])
+    return "; ".join(", ".join(map(str, call)) for call in calls if isinstance(call, list)) or "?"
+
+
 def option_changes(a: Bundle, b: Bundle) -> list[str]:
-    """The capture options and inputs that differ: ``mode default -> max-autotune``."""
+    """What the two captures compiled for that differs, A -> B: the inputs (``inputs f32[256, 128] ->
+    f32[256, 512]``), the grad mode and train state the function ran under (``ran under grad -> no_grad
+    · eval``), the compile options (``mode default -> max-autotune``). Kernels that differ for these
+    reasons are no regression: a reader must see them before the kernels."""
     out = []
+    ia, ib = _inputs_text(a.target), _inputs_text(b.target)
+    if ia != ib:
+        out.append(f"inputs {ia} -> {ib}")
+    # Compared without what torch does untold (grad, train): a bundle older than these options says nothing.
+    if run_state(a.options, quiet_default=True) != run_state(b.options, quiet_default=True):
+        out.append(f"ran under {run_state(a.options) or 'not recorded'} -> {run_state(b.options) or 'not recorded'}")
     for key in OPTION_KEYS:
         va, vb = a.options.get(key), b.options.get(key)
         if key == "mode":
@@ -366,9 +381,6 @@ def option_changes(a: Bundle, b: Bundle) -> list[str]:
             va, vb = bool(va), bool(vb)
         if va != vb:
             out.append(f"{key} {va} -> {vb}")
-    ia, ib = a.target.get("inputs") or [], b.target.get("inputs") or []
-    if ia != ib:
-        out.append(f"inputs {', '.join(ia) or '?'} -> {', '.join(ib) or '?'}")
     return out
 
 

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.report.bench import BenchFacts
 from kernelscope.report.data import environment_text, fmt_ms, options_text
-from kernelscope.report.diff import ADDED, REMOVED, SAME, STATUS_ORDER, BundleDiff, KernelChange, diffs_for
+from kernelscope.report.diff import (
+    ADDED,
+    REMOVED,
+    SAME,
+    STATUS_ORDER,
+    BundleDiff,
+    KernelChange,
+    diffs_for,
+    option_changes,
+)
 from kernelscope.report.markdown import cell, code, table
 
 
@@ -64,9 +74,31 @@ def _kernel_line(k: Kernel) -> str:
     return f"{k.name} ({k.kind}" + (f"; fused {nodes}" if nodes else "") + ")"
 
 
+def _kernel_lines(e: KernelChange) -> list[str]:
+    """The entry's kernels, A's marked -, B's +; a kernel the same on both sides (an extern call whose
+    sizes changed) once, marked =, not as removed and added."""
+    a, b = [_kernel_line(k) for k in e.a], [_kernel_line(k) for k in e.b]
+    same = Counter(a) & Counter(b)
+    out = []
+    for side, mark in ((a, "-"), (b, "+")):
+        left = same.copy()
+        for line in side:
+            if left[line] > 0:
+                left[line] -= 1
+                if mark == "-":  # said once, where A's kernels are
+                    out.append(f"  = {line}")
+            else:
+                out.append(f"  {mark} {line}")
+    return out
+
+
 def render_text(d: BundleDiff, stages: bool = False) -> str:
     out = [f"A: {d.a.target.get('spec', '?')}  ({d.a.root})", f"   {_label(d.a)}",
-           f"B: {d.b.target.get('spec', '?')}  ({d.b.root})", f"   {_label(d.b)}", ""]
+           f"B: {d.b.target.get('spec', '?')}  ({d.b.root})", f"   {_label(d.b)}"]
+    differs = option_changes(d.a, d.b)
+    if differs:
+        out += ["the captures differ, A -> B:"] + [f"  {line}" for line in differs]
+    out.append("")
     rows = overview_rows(d)
     width = max(len(r[0]) for r in rows)
     out.append(f"{'':<{width}}  {'A':>10}  {'B':>10}")
@@ -86,7 +118,7 @@ def render_text(d: BundleDiff, stages: bool = False) -> str:
         time = _time_delta(e.time_a_ms, e.time_b_ms)
         out.append(f"{e.status.upper():<9}{e.title()}" + (f"   [{time}]" if time else ""))
         if e.status != SAME:
-            out += [f"  - {_kernel_line(k)}" for k in e.a] + [f"  + {_kernel_line(k)}" for k in e.b]
+            out += _kernel_lines(e)
         out += [f"    {c}" for c in e.changes]
         if e.status in (ADDED, REMOVED, SAME):
             continue
@@ -101,7 +133,11 @@ def render_text(d: BundleDiff, stages: bool = False) -> str:
 
 def render_markdown(d: BundleDiff, stages: bool = False) -> str:
     out = [f"## kernelscope diff: {code(d.a.target.get('spec', '?'))} vs {code(d.b.target.get('spec', '?'))}", ""]
-    out += [f"- **A:** {cell(_label(d.a)) or code(d.a.root)}", f"- **B:** {cell(_label(d.b)) or code(d.b.root)}", ""]
+    out += [f"- **A:** {cell(_label(d.a)) or code(d.a.root)}", f"- **B:** {cell(_label(d.b)) or code(d.b.root)}"]
+    differs = option_changes(d.a, d.b)
+    if differs:
+        out.append("- **The captures differ, A -> B:** " + "; ".join(cell(line) for line in differs))
+    out.append("")
     out += table(["", "A", "B"], [[cell(w), va, vb if va == vb else f"**{vb}**"] for w, va, vb in overview_rows(d)],
                  ["l", "r", "r"]) + [""]
     if _bench_note(d.bench_a, d.bench_b):
@@ -143,6 +179,7 @@ def diff_data(d: BundleDiff) -> dict[str, Any]:
     return {
         "a": {"bundle": d.a.root, "spec": d.a.target.get("spec", ""), "label": _label(d.a)},
         "b": {"bundle": d.b.root, "spec": d.b.target.get("spec", ""), "label": _label(d.b)},
+        "differs": option_changes(d.a, d.b),
         "overview": [{"what": w, "a": va, "b": vb} for w, va, vb in overview_rows(d)],
         "counts": d.counts(),
         "graphs_only_a": [g.id for g in d.graphs_only_a],
