@@ -23,6 +23,8 @@ from typing import Any
 
 from kernelscope.bundle.io import BundleError
 from kernelscope.bundle.model import Bundle
+from kernelscope.textsafe import one_line
+from kernelscope.units import plural
 
 
 class CaptureError(BundleError):
@@ -213,6 +215,21 @@ class record:  # noqa: N801  (used as `with kernelscope.record(out):`, like a fu
         self.force = force
         self.summary: BundleSummary | None = None
         self._recording = None
+        self._state = "not started"  # then recording, written or not written
+
+    def __repr__(self) -> str:
+        """What it records (the block, where), into which folder, and how far it got: ``<kernelscope.record:
+        what the block at train.py:12 compiles -> /runs/out (written: 2 graphs, 5 kernels)>``."""
+        file, line = self._where
+        block = f"the block at {Path(file).name}:{line}" if file else "the block"
+        state = self._state
+        if self.summary is not None:
+            s = self.summary
+            error = one_line(s.error)
+            state += f": {plural(len(s.graphs), 'graph')}, {plural(len(s.kernels), 'kernel')}" + (
+                "" if s.ok else f"; failed: {error if len(error) <= 120 else error[:119] + '…'}")
+        return (f"<kernelscope.record: what {block} compiles -> {self.out}"
+                + (", replacing a bundle there (force=True)" if self.force else "") + f" ({state})>")
 
     def __enter__(self) -> record:
         from kernelscope.capture.recorder import Recording
@@ -229,9 +246,11 @@ class record:  # noqa: N801  (used as `with kernelscope.record(out):`, like a fu
         except BaseException:
             _RECORDING.release()
             raise
+        self._state = "recording"
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        self._state = "not written"
         try:
             self._recording.__exit__(exc_type, exc, tb)
         except Exception as failed:
@@ -243,6 +262,7 @@ class record:  # noqa: N801  (used as `with kernelscope.record(out):`, like a fu
         finally:
             _RECORDING.release()
         self.summary = BundleSummary.of(self._recording.bundle, self.out)
+        self._state = "written"
         return False
 
 

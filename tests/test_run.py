@@ -273,6 +273,33 @@ def test_import_kernelscope_api_names_import_no_torch():
     assert out.stdout.strip() == "clean", out.stderr
 
 
+def test_dir_of_kernelscope_lists_its_api_not_its_imports():
+    code = ("import json, kernelscope\n"
+            "before = [n for n in dir(kernelscope) if not n.startswith('__')]\n"
+            "kernelscope.record('/nonexistent/never')  # loads the API: api, bundle, show ... become attributes\n"
+            "print(json.dumps([before, [n for n in dir(kernelscope) if not n.startswith('__')]]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert json.loads(out.stdout) == [["capture", "record"], ["capture", "record"]], out.stderr
+
+
+def test_print_of_a_record_says_what_it_records_where_and_how_far(tmp_path):
+    pytest.importorskip("torch")
+    import inspect
+
+    import kernelscope
+
+    out = tmp_path / "out"
+    rec, line = kernelscope.record(out), inspect.currentframe().f_lineno
+    head = f"<kernelscope.record: what the block at test_run.py:{line} compiles -> {out}"
+    assert str(rec) == repr(rec) == f"{head} (not started)>"
+    with rec:
+        assert str(rec) == f"{head} (recording)>"
+    assert str(rec).startswith(f"{head} (written: 0 graphs, 0 kernels; failed: no graph compiled inside the record "
+                               "block")
+    assert str(kernelscope.record(out, force=True)).endswith(
+        f"-> {out}, replacing a bundle there (force=True) (not started)>")
+
+
 def test_record_private_torch_names_still_exist():
     """What capture/recorder.py reaches into (it degrades to nothing without them; this says when)."""
     code = ("import torch, torch._inductor.config as ic, torch._functorch.config as fc\n"
