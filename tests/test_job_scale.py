@@ -183,12 +183,12 @@ def test_the_kernel_list_groups_a_jobs_graphs_and_slash_finds_a_kernel_in_any_of
 
 
 def test_the_info_pane_of_a_job_reads_the_selected_graph_only(job):
-    from kernelscope.ui.summary import capture_info, kernel_info, why_info
+    from kernelscope.ui.summary import capture_info, graph_info, kernel_info, why_info
 
     _, bundle = job
     b = read_bundle(bundle)
     k = b.kernels[0]
-    text = kernel_info(b, k) + capture_info(b) + why_info(b, k, b.graphs[0])
+    text = kernel_info(b, k) + graph_info(b, b.graphs[0]) + capture_info(b) + why_info(b, k, b.graphs[0])
     assert "each graph's shapes and guards: under the selected kernel" in text
     assert f"── shapes and guards of graph {k.graph} ──" in text
     loaded = [g.id for g in b.graphs if g.detail_loaded]

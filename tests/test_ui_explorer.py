@@ -57,7 +57,7 @@ def test_kernels_listed_in_launch_order_with_extern_calls_in_place(ref_bundles):
     async def steps(pilot, app):
         table = app.screen.query_one(KernelTable)
         names = [table.get_row_at(i)[1].plain for i in range(table.row_count)]
-        assert names[0].startswith("▾ forward graph")  # a graph row folds its kernels
+        assert names[0].startswith("▾ forward 0/0 · 5")  # a graph row folds its kernels; narrow, its id and count
         # At 160x48 long names lose their decoration (the kind column says it) so the numbers after
         # them and the ops that tell them apart stay in view.
         assert names[1:6] == ["mm", "gelu_0", "mm", "sum_1", "sum_2"]
@@ -65,7 +65,7 @@ def test_kernels_listed_in_launch_order_with_extern_calls_in_place(ref_bundles):
         assert [app.screen.bundle.kernel(i).name for i in kernel_ids[:5]] == [
             "extern_kernels.mm", "triton_poi_fused_gelu_0", "extern_kernels.mm", "triton_red_fused_sum_1",
             "triton_per_fused_sum_2"]
-        assert names[6].startswith("▾ backward graph")
+        assert names[6].startswith("▾ backward 0/0 · 5")
         assert "expand_mm_0 ×2" in names
         row = table.get_row_at(2)
         assert [str(c) for c in row[2:5]] == ["poi", "5", "2.1MB"]  # 2 MiB in decimal SI

@@ -165,11 +165,16 @@ def kernel_info(b: Bundle, kernel: Kernel | None) -> str:
         return ""
     graph = next((g for g in b.graphs if g.id == kernel.graph), None)
     out = ["── selected kernel ──", *kernel_facts(kernel), *per_call_lines(kernel, graph, "  "), ""]
-    if graph is not None and is_job(b):  # a job's shapes and guards: this graph's (its detail file alone)
-        dynamic = symbol_lines(b, [graph]) + guard_lines(b, limit=70, graphs=[graph])
-        if dynamic:
-            out += [f"── shapes and guards of graph {graph.id} ──", *dynamic, ""]
     return "\n".join(out) + "\n"
+
+
+def graph_info(b: Bundle, graph: Graph | None) -> str:
+    """A job's shapes and guards of one graph (its detail file alone; a capture lists every compile's in
+    its own part): the same for each kernel of the graph, so the Info pane keeps it per graph."""
+    if graph is None or not is_job(b):
+        return ""
+    dynamic = symbol_lines(b, [graph]) + guard_lines(b, limit=70, graphs=[graph])
+    return "\n".join([f"── shapes and guards of graph {graph.id} ──", *dynamic, ""]) + "\n" if dynamic else ""
 
 
 def capture_info(b: Bundle) -> str:
@@ -222,30 +227,44 @@ def capture_info(b: Bundle) -> str:
 def why_info(b: Bundle, kernel: Kernel | None, graph: Graph | None = None) -> str:
     """The Info pane's last part: the selected kernel's not-fused pairs, the capture's round trips
     ranked by bytes, device time per line (after a bench), where the compile went (bars)."""
+    if kernel is not None:
+        graph = next((g for g in b.graphs if g.id == kernel.graph), graph)
+    return why_kernel_info(b, kernel) + why_shared_info(b, graph)
+
+
+def why_kernel_info(b: Bundle, kernel: Kernel | None) -> str:
+    """The selected kernel's not-fused pairs."""
+    from kernelscope.report import why
+
+    out: list[str] = []
+    mine = why.pairs_of(b, kernel.id) if kernel is not None else []
+    if mine:
+        out.append("── not fused: this kernel ──")
+        for p in mine[:8]:
+            other = p["consumer_name"] if p["producer"] == kernel.id else p["producer_name"]
+            arrow = "->" if p["producer"] == kernel.id else "<-"
+            buf = ", ".join(x["name"] for x in p["buffers"])
+            out.append(f"{arrow} {other}  {buf}  {fmt_bytes(p['bytes'])}, {p['transfers']} transfers")
+            out.append(f"   why: {p['reason']}")
+        out.append("")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def why_shared_info(b: Bundle, graph: Graph | None) -> str:
+    """What follows the kernel's pairs, the same for every kernel of ``graph``: the round trips ranked by
+    bytes (a job's: this graph's), device time per line, where the compile went."""
     from kernelscope.report import lines, why
 
     out: list[str] = []
-    if kernel is not None:
-        mine = why.pairs_of(b, kernel.id)
-        if mine:
-            out.append("── not fused: this kernel ──")
-            for p in mine[:8]:
-                other = p["consumer_name"] if p["producer"] == kernel.id else p["producer_name"]
-                arrow = "->" if p["producer"] == kernel.id else "<-"
-                buf = ", ".join(x["name"] for x in p["buffers"])
-                out.append(f"{arrow} {other}  {buf}  {fmt_bytes(p['bytes'])}, {p['transfers']} transfers")
-                out.append(f"   why: {p['reason']}")
-            out.append("")
     if why.has_pairs(b):
-        if kernel is not None:
-            graph = next((g for g in b.graphs if g.id == kernel.graph), graph)
         if not is_job(b):
             out.append("── not fused (round trips, most bytes first) ──")
             out += why.fusion_lines(b, limit=8, width=100)
+            out.append("")
         elif graph is not None:  # a job: this graph's pairs (`show --fusion` ranks the whole job's)
             out.append(f"── not fused in graph {graph.id} (round trips, most bytes first) ──")
             out += why.fusion_lines(b, limit=8, width=100, graph=graph)
-        out.append("")
+            out.append("")
     if lines.line_tables(b) is not None:
         out.append("── device time per line ──")
         out += lines.lines_text(b, limit=10).rstrip("\n").splitlines()

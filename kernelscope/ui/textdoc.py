@@ -6,6 +6,7 @@ large ones (PTX, SASS, big output code) are lexed one line at a time, as toolong
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,19 @@ _defer_lexers = False
 def defer_lexers(flag: bool) -> None:
     global _defer_lexers
     _defer_lexers = flag
+
+
+# While the selection moves from graph to graph (a key held down over a job's graph rows), a text longer
+# than this is drawn plain instead of lexed whole at its first line (a 1,700-line output code takes
+# Pygments ~100 ms, several keys' worth); the explorer lexes what it drew plain once the user pauses.
+HOLD_LINES = 200
+_hold_until = 0.0
+
+
+def hold_lexing(seconds: float) -> None:
+    """For ``seconds`` from now, long texts not lexed yet are drawn plain (``TextDoc.drawn_plain`` set)."""
+    global _hold_until
+    _hold_until = time.monotonic() + seconds
 
 
 def split_lines(text: str) -> list[str]:
@@ -66,6 +80,7 @@ class TextDoc:
         self._tokens: dict[int, Tokens] = {}
         self._whole_lexed = False
         self._lower: list[str] | None = None
+        self.drawn_plain = False  # drawn plain while lexing was held (hold_lexing): to be lexed and redrawn
 
     @classmethod
     def joined(cls, head: str, tail: TextDoc) -> TextDoc:
@@ -103,6 +118,9 @@ class TextDoc:
         if lexer is None or not line:
             toks: Tokens = [(Token.Text, line)]
         elif len(self.lines) <= WHOLE_TEXT_LEX_LIMIT and not self._whole_lexed:
+            if len(self.lines) > HOLD_LINES and time.monotonic() < _hold_until:
+                self.drawn_plain = True
+                return [(None, line)]  # not cached: highlighted when the explorer lexes it
             self._lex_whole(lexer)
             return self._tokens[index]
         else:

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.widgets import Tab, Tabs
 
 from kernelscope.bundle.model import FX_POST_GRAD
+from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane, python_lexer
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
@@ -22,6 +23,8 @@ class FxPane(Pane):
         self.fx_kind = FX_POST_GRAD
         self.fx_compact = True
         self._loaded: tuple | None = None
+        # (graph id, kind, compact) -> (its text as shown, the text as printed): lexed once when shown again
+        self._docs: Kept[tuple, tuple[TextDoc, str]] = Kept(8)
 
     def compose(self) -> ComposeResult:
         yield Tabs(*[Tab(FX_TITLES[k], id=f"fxk-{k}") for k in FX_ORDER], id="fx-tabs", active=f"fxk-{self.fx_kind}")
@@ -39,9 +42,12 @@ class FxPane(Pane):
         key = (graph.id, self.fx_kind, self.fx_compact)
         if self._loaded != key:
             self._loaded = key
-            text = index.graph_text(graph, self.fx_kind)
+            kept = self._docs.get(key)
+            text = kept[1] if kept is not None else index.graph_text(graph, self.fx_kind)
             if text:
-                view.set_document(TextDoc(compact_fx(text) if self.fx_compact else text, python_lexer), raw_text=text)
+                if kept is None:
+                    kept = self._docs[key] = (TextDoc(compact_fx(text) if self.fx_compact else text, python_lexer), text)
+                view.set_document(kept[0], raw_text=text)
             else:
                 why = " (capture with backward to get one)" if self.fx_kind == "fx-aot-joint" else ""
                 view.set_placeholder(f"Graph {graph.id} has no {FX_TITLES[self.fx_kind]} FX graph{why}.")

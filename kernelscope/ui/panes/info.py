@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 
 from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane
-from kernelscope.ui.summary import capture_info, kernel_info, why_info
+from kernelscope.ui.summary import capture_info, graph_info, kernel_info, why_kernel_info, why_shared_info
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 
@@ -19,6 +19,7 @@ class InfoPane(Pane):
         self._capture: TextDoc | None = None  # the capture's part: the same for every kernel, built once
         self._shown: str | None = None  # the kernel shown (its id)
         self._docs: Kept[str, TextDoc] = Kept(64)  # kernel id -> its text: shown again, drawn from cache
+        self._per_graph: Kept[str, tuple[str, str]] = Kept(16)  # graph id -> its parts of the text
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="info")
@@ -33,8 +34,15 @@ class InfoPane(Pane):
             bundle = self.explorer.bundle
             if self._capture is None:
                 self._capture = TextDoc(capture_info(bundle))
-            doc = TextDoc.joined(kernel_info(bundle, kernel), self._capture)
-            why = why_info(bundle, kernel, graph)
+            if kernel is not None:
+                graph = next((g for g in bundle.graphs if g.id == kernel.graph), graph)
+            key = graph.id if graph is not None else ""
+            shared = self._per_graph.get(key)
+            if shared is None:  # a graph's guards, round trips, compile bars: once per graph, not per kernel
+                shared = self._per_graph[key] = (graph_info(bundle, graph) if kernel is not None else "",
+                                                  why_shared_info(bundle, graph))
+            doc = TextDoc.joined(kernel_info(bundle, kernel) + shared[0], self._capture)
+            why = why_kernel_info(bundle, kernel) + shared[1]
             if why:  # after the capture's part: what the pane opens on stays as it was
                 doc = TextDoc.joined("\n".join(doc.lines) + "\n", TextDoc(why))
             self._docs[shown] = doc

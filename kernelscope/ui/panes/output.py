@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 
+from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane, python_lexer
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
@@ -21,6 +22,7 @@ class OutputPane(Pane):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._loaded: tuple | None = None
+        self._docs: Kept[str, TextDoc] = Kept(8)  # graph id -> its output code, lexed once when shown again
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="output")
@@ -39,9 +41,12 @@ class OutputPane(Pane):
                     self.app.after_first_frame(self._fill)
                 return
             self._loaded = (graph.id,)
-            text = self.explorer.index.graph_text(graph, "output_code")
-            if text:
-                view.set_document(TextDoc(text, python_lexer))
+            doc = self._docs.get(graph.id)
+            text = "" if doc is not None else self.explorer.index.graph_text(graph, "output_code")
+            if doc is None and text:
+                doc = self._docs[graph.id] = TextDoc(text, python_lexer)
+            if doc is not None:
+                view.set_document(doc)
             else:
                 view.set_placeholder(f"Graph {graph.id} has no output code.")
         if view.is_placeholder:

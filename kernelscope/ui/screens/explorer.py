@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.widgets import Static, Tab, Tabs
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.ui import textdoc
 from kernelscope.ui.footer_order import focused_chain, pane_keys_first
 from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
@@ -114,6 +115,8 @@ class ExplorerScreen(Screen):
         self.active_pane = "kernels"
         self._cycle: tuple[tuple, list[str]] | None = None
         self._moved_at = 0.0  # when the selection last moved (lexing ahead waits for the user to pause)
+        self._shown_graph: Graph | None = None
+        self._lexing = None  # the lex-ahead ticker, from the first frame on
         self.move_gc = MoveGC()
 
     @property
@@ -168,15 +171,21 @@ class ExplorerScreen(Screen):
         self.set_interval(1.0, self.move_gc.idle_tick)
 
     def _lex_ahead(self) -> None:
-        """While the user is idle, lex the kernel sources they may move to next (from the selection on)."""
+        """While the user is idle, highlight what was drawn plain while moving between graphs, then lex the
+        kernel sources they may move to next (from the selection on)."""
         if not getattr(self.app, "highlighting_ready", True) or time.monotonic() - self._moved_at < LEX_AHEAD_IDLE:
             return
+        for view in self.query(CodeView):
+            if view.doc.drawn_plain and not view.doc.lexed:
+                view.doc.lex()
+                view.rehighlight()
+                return  # one text a tick: a key pressed meanwhile waits for no more
         order = self.index.kernels_in_order()
         i = order.index(self.kernel) if self.kernel in order else 0
         ahead, pane, start = order[i:] + order[:i], self.pane("kernel"), time.perf_counter()
         while time.perf_counter() - start < LEX_AHEAD_BUDGET:  # a few sources a tick, a key waits no longer
             if not pane.lex_ahead(ahead):
-                self._lexing.stop()
+                self._lexing.pause()  # resumed by the next move (a text may be drawn plain then)
                 return
 
     def on_resize(self, event: events.Resize) -> None:
@@ -285,6 +294,11 @@ class ExplorerScreen(Screen):
         self.selection = (graph, kernel)
 
     def watch_selection(self, selection: tuple[Graph | None, Kernel | None]) -> None:
+        if self._moved_at and selection[0] is not self._shown_graph:  # to another graph by a key: see hold_lexing
+            textdoc.hold_lexing(LEX_AHEAD_IDLE)
+            if self._lexing is not None:
+                self._lexing.resume()
+        self._shown_graph = selection[0]
         self._moved_at = time.monotonic()
         self.move_gc.moved()  # what the last move drew leaves the collected generations
         for cls in PANES:
