@@ -1,8 +1,9 @@
 """Dead ends and wrong turns of ``kernelscope run`` and the Python API, each said once and naming its real
 cause: no terminal (behave as --no-ui and say so), a program that deletes its working folder or makes -o
-itself, a program that sends the trace elsewhere, an error in the user's own sitecustomize, a deleted
-current folder refused only where one is needed, API options and inputs of the wrong kind, and ``record``
-in two threads or with a commit that fails. No compile."""
+itself, a program that sends the trace elsewhere, an error in the user's own sitecustomize, a program whose
+Python has no torch (the Python to run instead, nothing written), a deleted current folder refused only
+where one is needed, API options and inputs of the wrong kind, and ``record`` in two threads or with a
+commit that fails. No compile."""
 
 from __future__ import annotations
 
@@ -89,6 +90,42 @@ def test_an_error_in_the_users_own_sitecustomize_is_said_as_python_says_it(tmp_p
     assert proc.returncode == 2
     log = (tmp_path / "out" / "logs" / "stderr.txt").read_text()
     assert "Error in sitecustomize" in log and "RuntimeError: broken site" in log
+
+
+@pytest.fixture
+def python_without_torch(tmp_path) -> str:
+    """A fresh venv's python, as a fresh clone's shell python3 is: no torch (it sees no site-packages but its own)."""
+    venv = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120,
+                   capture_output=True)
+    return str(venv / "bin" / "python")
+
+
+def test_a_python_without_torch_is_named_with_the_python_to_run_instead_and_nothing_is_written(
+        tmp_path, python_without_torch):
+    (tmp_path / "train.py").write_text("import torch\nprint(torch.compile(lambda x: x + 1)(torch.ones(2)))\n")
+    for _ in range(2):  # the same -o again: nothing was left there that needs --force
+        proc = kernelscope_cmd("run", "--no-ui", "-q", "-o", "out", "--", python_without_torch, "train.py",
+                               cwd=str(tmp_path), timeout=120)
+        assert proc.returncode == 2 and proc.stdout == ""
+        line = proc.stderr.strip()
+        assert len(line.splitlines()) == 1 and "already exists" not in line, line
+        assert line.startswith(f"kernelscope: {python_without_torch} cannot import torch (No module named 'torch'); "
+                               f"{sys.executable}, the Python kernelscope runs under, has it: "
+                               f"`kernelscope run -- {sys.executable} train.py`")
+        assert line.endswith("; nothing was written")
+        if sys.prefix != sys.base_prefix:  # kernelscope runs in a venv: activating it is the other way
+            assert f" or `source {Path(sys.prefix) / 'bin' / 'activate'}` first" in line
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["bare", "train.py"]
+
+
+def test_no_python_with_torch_to_name_says_to_install_it(tmp_path, python_without_torch, monkeypatch):
+    from kernelscope.capture.program import no_torch_line
+
+    monkeypatch.setattr(sys, "executable", python_without_torch)  # kernelscope's own has none either
+    assert no_torch_line([python_without_torch, "train.py"], str(tmp_path)) == (
+        f"{python_without_torch} cannot import torch (No module named 'torch'): install torch for it, or run the "
+        "program with a Python that has torch; nothing was written")
 
 
 def test_a_deleted_current_folder_is_refused_only_where_one_is_needed(tmp_path):

@@ -70,6 +70,8 @@ NO_GRAPH = "no graph compiled"
 # A line torch's logging wrote (TORCH_LOGS: each line of a message carries it): "V1202 00:43:28.421000 9718
 # torch/_inductor/graph.py:2722] ...", "[rank0]:V1202 ...".
 TORCH_LOG_LINE = re.compile(r"(\[rank\d+\]:)?[VIWEDC]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] ")
+# The last line of a program whose Python has no torch at all (not a broken torch: torch._C and the like).
+NO_TORCH = re.compile(r"\bModuleNotFoundError: No module named 'torch'$")
 
 
 class RunError(BundleError):
@@ -408,6 +410,9 @@ class ProgramRun:
                 last = _last_line(work / "stderr.txt")
                 failed = why + (f": {last}" if last else "") + " (the traceback is in the bundle's logs/stderr.txt)"
         by_rank = _traces_by_rank(work / "trace")
+        if failed and not graphs_seen and not by_rank and NO_TORCH.search(_last_line(work / "stderr.txt")):
+            # Nothing to explore, and a bundle of it would only make the retry need --force.
+            raise RunError(no_torch_line(self.command, self.cwd))
         if self.rank is not None and by_rank and self.rank not in by_rank:
             known = ", ".join(str(r) for r in sorted(k for k in by_rank if k is not None)) or "none"
             raise RunError(f"no trace of rank {self.rank}; ranks found: {known}")
@@ -482,6 +487,44 @@ class ProgramRun:
         bundle.root = str(out)
         provenance.remember(bundle)  # this machine wrote its code: a bench of it needs no --run-bundle-code
         return bundle
+
+
+def _has_torch(python: str) -> bool:
+    """Whether ``python`` finds torch, asked in a child of it (this process never imports torch)."""
+    try:
+        asked = "import importlib.util, sys; sys.exit(not importlib.util.find_spec('torch'))"
+        return subprocess.run([python, "-c", asked], stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def no_torch_line(command: list[str], cwd: str) -> str:
+    """One line for a program whose Python cannot import torch: which Python that is, and what to run
+    instead: the command with the Python kernelscope runs under where that one has torch (a fresh clone's
+    torch is in its .venv, the shell's python3 has none), or that venv activated."""
+    python = command[0] if is_python(command[0]) else ""
+    found = shutil.which(python) if python and os.sep not in python else None
+    who = f"{python} ({found})" if found else python or "the program's Python"
+    ours = sys.executable
+    if not ours or (python and Path(found or python).absolute() == Path(ours).absolute()) or not _has_torch(ours):
+        return (f"{who} cannot import torch (No module named 'torch'): install torch for it, or run the program "
+                "with a Python that has torch; nothing was written")
+
+    def typed(path: Path) -> str:  # as the user would type it where they ran this: .venv/bin/python
+        if not path.is_relative_to(cwd):
+            return str(path)
+        rel = os.path.relpath(path, cwd)
+        return rel if os.sep in rel else f".{os.sep}{rel}"  # a bare name would be looked up on PATH
+
+    ways = [f"`kernelscope run -- {shlex.join([typed(Path(ours)), *command[1:]])}`"] if python else []
+    activate = Path(sys.prefix) / "bin" / "activate"
+    if sys.prefix != sys.base_prefix and activate.is_file():
+        ways.append(f"`source {typed(activate)}` first")
+    if not ways:
+        ways.append(f"put {typed(Path(ours).parent)} first on PATH")
+    return (f"{who} cannot import torch (No module named 'torch'); {typed(Path(ours))}, the Python kernelscope "
+            f"runs under, has it: {' or '.join(ways)}; nothing was written")
 
 
 def _traces_by_rank(folder: Path) -> dict[int | None, list[TraceLog]]:
