@@ -355,7 +355,15 @@ class Bundle:
         raise NotInBundle(f"no graph {graph_id!r}; graphs: " + ", ".join(g.id for g in self.graphs))
 
     def kernels_of(self, graph_id: str) -> list[Kernel]:
-        return [k for k in self.kernels if k.graph == graph_id]
+        """The graph's kernels in list order (grouped once per state of ``kernels``: a report asks per graph)."""
+        kernels = self.kernels
+        cached = self.__dict__.get("_by_graph")
+        if cached is None or cached[0] is not kernels or cached[1] != len(kernels):
+            groups: dict[str, list[Kernel]] = {}
+            for k in kernels:
+                groups.setdefault(k.graph, []).append(k)
+            cached = self.__dict__["_by_graph"] = (kernels, len(kernels), groups)
+        return list(cached[2].get(graph_id, []))
 
 
 def run_state(options: dict[str, Any], *, quiet_default: bool = False) -> str:
