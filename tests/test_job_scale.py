@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import os
 import resource
 import subprocess
@@ -225,3 +226,22 @@ def test_the_manifest_is_walked_for_control_characters_whenever_its_text_may_hol
             if CONTROLS.search(ch):
                 assert _may_hold_controls(raw), (hex(code), ascii_only)
     assert not _may_hold_controls(json.dumps({"a": "tab\t newline\n quote\" Ω"}).encode())
+
+
+def test_report_of_a_job_summarises_per_graph_and_lists_every_kernel_with_all(job, tmp_path):
+    _, bundle = job
+    md = kernelscope_cmd("report", str(bundle), "--format", "md").stdout
+    assert "### The job, per graph" in md and "job: 32 compiled frames, 64 graphs" in md
+    assert "### Kernels: the 40 moving the most bytes of 960" in md
+    table = [line for line in md.splitlines() if line.startswith("| ") and "`" in line]
+    assert len(table) == 40
+    every = kernelscope_cmd("report", str(bundle), "--format", "md", "--all").stdout
+    assert "### Kernels\n" in every and "### The job, per graph" not in every
+    assert len([line for line in every.splitlines() if line.startswith("| ") and "`" in line]) == 960
+    data = json.loads(kernelscope_cmd("report", str(bundle), "--format", "json").stdout)
+    assert data["job"]["kernels"] == 960 and len(data["kernels"]) == 40
+    # The kernels listed are those moving the most bytes, in that order.
+    sizes = [(k["bytes_read"] or 0) + (k["bytes_written"] or 0) for k in data["kernels"]]
+    assert sizes[0] >= sizes[-1]
+    html = kernelscope_cmd("report", str(bundle), "--format", "html").stdout
+    assert "The job, per graph" in html and "Kernels: the 40 moving the most bytes of 960" in html

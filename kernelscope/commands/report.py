@@ -19,6 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "or from -o's suffix")
     p.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of standard output")
     p.add_argument("--no-sources", action="store_true", help="html: leave kernel sources out")
+    p.add_argument("--all", action="store_true", dest="every_kernel",
+                   help="a job-sized bundle: every kernel, each graph's guards and the not-fused pairs (its "
+                        "report lists the graphs and the kernels moving the most bytes)")
 
 
 def _format_for(args: argparse.Namespace) -> str:
@@ -31,7 +34,8 @@ def _format_for(args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     from kernelscope.report.render import render
 
-    text = render(args.bundle, _format_for(args), sources=not args.no_sources)
+    text = render(args.bundle, _format_for(args), sources=not args.no_sources,
+                  every_kernel=getattr(args, "every_kernel", False))
     if not args.out:
         sys.stdout.write(text)
         return 0

@@ -95,23 +95,37 @@ def _per_call(b: Bundle, k: Kernel) -> list[dict[str, Any]]:
     return bytes_per_call(k, g) if g is not None and g.calls and is_symbolic(k) else []
 
 
-def report_data(b: Bundle) -> dict[str, Any]:
-    """Everything a report shows, as JSON-ready data."""
+JOB_KERNELS = 40  # a job's report lists the kernels moving the most bytes; --all lists every one
+
+
+def report_data(b: Bundle, every_kernel: bool = False) -> dict[str, Any]:
+    """Everything a report shows, as JSON-ready data. A job-sized bundle (job_summary.is_job) is summarised
+    from its index: per graph, then the ``JOB_KERNELS`` kernels moving the most bytes, without each graph's
+    guards, symbols and not-fused pairs (which would read every graph's detail file); ``every_kernel``
+    reports it whole, as any other bundle."""
+    from kernelscope.job_summary import is_job, job_lines, moved
+
+    job = is_job(b) and not every_kernel
     bench = read_bench(b)
     t = b.target
-    kernels = [kernel_data(k, bench) for k in b.kernels]
-    for k, kd in zip(b.kernels, kernels):
+    shown = b.kernels
+    if job:
+        shown = sorted(b.kernels, key=lambda k: -(moved(k) or 0))[:JOB_KERNELS]
+    kernels = [kernel_data(k, bench) for k in shown]
+    for k, kd in zip(shown, kernels):
         kd["bytes_per_call"] = _per_call(b, k)
     kinds = Counter(k.kind for k in b.kernels)
     graphs = []
     for g in b.graphs:
-        graphs.append({"id": g.id, "compile_id": g.compile_id, "kind": g.kind, "function": g.code_name,
-                       "where": where(g.code_file, g.code_line),
-                       "kernels": [k.name for k in b.kernels_of(g.id)],
-                       "launches": sum(k.launches for k in b.kernels_of(g.id)),
-                       "symbols": list(g.symbols), "calls": list(g.calls), "guards": list(g.guards),
-                       "cudagraphs": dict(g.cudagraphs)})
-    return {
+        entry = {"id": g.id, "compile_id": g.compile_id, "kind": g.kind, "function": g.code_name,
+                 "where": where(g.code_file, g.code_line),
+                 "kernels": [k.name for k in b.kernels_of(g.id)],
+                 "launches": sum(k.launches for k in b.kernels_of(g.id)),
+                 "cudagraphs": dict(g.cudagraphs)}
+        if not job:
+            entry.update(symbols=list(g.symbols), calls=list(g.calls), guards=list(g.guards))
+        graphs.append(entry)
+    out = {
         "kernelscope_report": REPORT_VERSION,
         "bundle": b.root,
         "status": b.status,
@@ -146,23 +160,28 @@ def report_data(b: Bundle) -> dict[str, Any]:
         "recompiles": [{"where": where(r.file, r.line), "reason": r.reason, "compile_id": r.compile_id,
                         "failed_guard": dict(r.guard)} for r in b.recompiles],
         # Plain-text sections shared by the Markdown and HTML renderings (the same lines `show` prints).
-        "dynamic_text": {"symbols": symbol_lines(b), "guards": guard_summary_lines(b),
+        "dynamic_text": {"symbols": [] if job else symbol_lines(b), "guards": [] if job else guard_summary_lines(b),
                          "failed_guards": [failed_guard_lines(r) for r in b.recompiles],
                          "cudagraphs": cudagraph_line(b)},
         "autotune": [{"op": a.op, "dtypes": a.dtypes,
                       "choices": [{"name": c.name, "time_ms": c.time_ms, "percent": c.percent, "config": c.config}
                                   for c in a.choices]} for a in b.autotune],
         "notes": list(b.notes),
-        **why_data(b),
+        **why_data(b, job=job),
     }
+    if job:
+        out["job"] = {"kernels_shown": len(shown), "kernels": len(b.kernels), "ranked_by": "bytes moved per call",
+                      "text": job_lines(b)}
+    return out
 
 
-def why_data(b: Bundle) -> dict[str, Any]:
+def why_data(b: Bundle, job: bool = False) -> dict[str, Any]:
     """Why kernels stayed apart, device time per line, where the compile went: the data (for JSON)
-    and the text `show --fusion / --lines / --compile` prints (for Markdown and HTML)."""
+    and the text `show --fusion / --lines / --compile` prints (for Markdown and HTML). A job's summary
+    leaves the not-fused pairs to `show --fusion` (they are in every graph's detail file)."""
     from kernelscope.report import lines, why
 
-    fusion, compile_time = why.fusion_data(b), why.compile_data(b)
+    fusion, compile_time = ({} if job else why.fusion_data(b)), why.compile_data(b)
     got = lines.line_tables(b)
     text: dict[str, list[str]] = {}
     if fusion.get("pairs"):

@@ -96,7 +96,13 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
         if run_text:
             out.append("<h3>Where the time goes</h3><pre>" + escape("\n".join(run_text).strip()) + "</pre>")
 
-    out.append("<h2 id=\"kernels\">Kernels</h2>")
+    job = data.get("job")
+    if job:
+        out.append("<h2 id=\"job\">The job, per graph</h2><pre>" + escape("\n".join(job["text"])) + "</pre>")
+        out.append(f"<h2 id=\"kernels\">Kernels: the {job['kernels_shown']} moving the most bytes of "
+                   f"{job['kernels']}</h2><p><code>kernelscope report BUNDLE --all</code> lists every kernel.</p>")
+    else:
+        out.append("<h2 id=\"kernels\">Kernels</h2>")
     timed = bench is not None and any(k.get("time_ms") is not None for k in data["kernels"])
     rows = []
     for i, k in enumerate(data["kernels"], 1):

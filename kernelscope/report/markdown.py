@@ -122,7 +122,14 @@ def render_markdown(data: dict[str, Any]) -> str:
                         + (f" (measured with {cell(bench['method'])})." if bench["method"] else "."), ""]
         out += bench_run_lines(bench)
 
-    out += ["### Kernels", ""]
+    job = data.get("job")
+    if job:
+        out += ["### The job, per graph", "", "```text", *job["text"], "```", ""]
+        out += [f"### Kernels: the {job['kernels_shown']} moving the most bytes of {job['kernels']}", "",
+                "`kernelscope report BUNDLE --all` lists every kernel, with each graph's guards and the "
+                "not-fused pairs (`kernelscope show BUNDLE --fusion` ranks those).", ""]
+    else:
+        out += ["### Kernels", ""]
     if data["kernels"]:
         many_graphs = len(data["graphs"]) > 1
         timed = bench is not None and any(k.get("time_ms") is not None for k in data["kernels"])

@@ -7,12 +7,12 @@ import json
 from kernelscope.bundle.io import read_bundle
 
 
-def render(bundle_path: str, fmt: str, sources: bool = True) -> str:
+def render(bundle_path: str, fmt: str, sources: bool = True, every_kernel: bool = False) -> str:
     from kernelscope.report.data import report_data
     from kernelscope.textsafe import printable
 
     bundle = read_bundle(bundle_path)
-    data = report_data(bundle)
+    data = report_data(bundle, every_kernel=every_kernel)
     if fmt == "json":  # json.dumps writes every control character as a \u escape
         return json.dumps(data, indent=1) + "\n"
     # A report is printed to a terminal as often as pasted: whatever a bundle or a trace named (a kernel,
