@@ -216,7 +216,7 @@ def test_the_manifest_is_walked_for_control_characters_whenever_its_text_may_hol
     character: every character that the walk would strip is seen in the text, escaped or raw."""
     import json
 
-    from kernelscope.bundle.io import _may_hold_controls
+    from kernelscope.bundle.paths import _may_hold_controls
     from kernelscope.textsafe import CONTROLS
 
     for code in range(0x250):

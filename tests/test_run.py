@@ -64,7 +64,8 @@ def test_run_graphs_keeps_forward_and_backward_with_lines(graphs_run):
     assert kinds == ["forward", "backward"]
     assert m["target"]["origin"] == "run" and m["target"]["stopped"]["reason"] == "graphs"
     assert m["target"]["command"][-3:] == [LOOP, "--tag", "ks-run-graphs"]
-    lines = {(Path(u["file"]).name, u["code"]) for k in m["kernels"] for u in k.get("user_lines", [])}
+    table = m["lines"]  # format 2: a kernel's user lines are ids into the manifest's lines table
+    lines = {(Path(table[i]["file"]).name, table[i]["code"]) for k in m["kernels"] for i in k.get("user_lines", [])}
     assert ("loop_train.py", "h = torch.relu(self.fc1(x))") in lines
     assert "stopped after 2 graphs compiled and their first calls returned" in proc.stdout
     assert "made by: run of" in proc.stdout  # the summary says what it came from

@@ -11,16 +11,14 @@ import json
 import os
 import re
 import shutil
-import stat
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from kernelscope.bundle.bench_record import bench_record_problem
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
+from kernelscope.bundle.paths import _mode_inside, _named, _one_line, check_paths, inside, strip_controls  # noqa: F401
 from kernelscope.bundle.validate import from_dict
 from kernelscope.safefile import FileProblem, check_regular, open_regular, read_regular, why, writable_folder
-from kernelscope.textsafe import CONTROLS as _CONTROLS
 from kernelscope.textsafe import printable
 
 MANIFEST = "bundle.json"
@@ -88,61 +86,7 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
     return bundle
 
 
-def check_paths(bundle: Bundle, relpaths: list[str]) -> None:
-    """BundleError unless each of these paths of the bundle stays inside it and is a regular file or a
-    folder where it exists (checked when the manifest, or a graph's detail file, is read)."""
-    root = Path(bundle.root)
-    try:
-        real_root = root.resolve()
-    except (OSError, RuntimeError) as exc:  # a symlink loop
-        raise BundleError(f"{root}: cannot resolve the bundle folder ({_one_line(exc)})") from exc
-    plain_dirs: set[tuple[str, ...]] = set()  # folders under the root already seen to be no symlink
-    for relpath in relpaths:
-        mode = _mode_inside(root, relpath, real_root, plain_dirs)
-        if mode is None:
-            continue  # absent: the readers say so where it is needed
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-            raise BundleError(f"{root}: {relpath!r} in the bundle is not a regular file (a FIFO, socket or "
-                              "device); refusing to read the bundle")
-
-
 MAX_MANIFEST_BYTES = 256 << 20
-
-
-# What a control character (not tab or newline) can look like in JSON text that json.loads took (raw
-# control bytes are refused there, outside a string they are whitespace): a \u escape, the short escapes
-# \b \f \r, DEL raw, a C1 character raw (UTF-8 0xc2 0x80-0x9f). Looked for with ``in`` (C speed) first.
-_U_CONTROL = re.compile(rb"\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u00[89][0-9a-fA-F]")
-_C1_RAW = re.compile(rb"\xc2[\x80-\x9f]")
-
-
-def _may_hold_controls(raw: bytes) -> bool:
-    return (b"\x7f" in raw or b"\\b" in raw or b"\\f" in raw or b"\\r" in raw
-            or (b"\\u00" in raw and _U_CONTROL.search(raw) is not None)
-            or (b"\xc2" in raw and _C1_RAW.search(raw) is not None))
-
-
-def strip_controls(data: Any, raw: bytes | None = None) -> None:
-    """Remove escape sequences and control characters from every string value of a manifest, in place:
-    a kernel name or a break reason is printed to terminals, error lines and reports. ``raw``: the JSON
-    text ``data`` was parsed from; where it holds nothing that decodes to a control character (the usual
-    case), there is nothing to walk."""
-    if raw is not None and not _may_hold_controls(raw):
-        return
-    stack = [data]
-    while stack:
-        node = stack.pop()
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-        for key, value in items:
-            if isinstance(value, str):
-                if _CONTROLS.search(value):
-                    node[key] = printable(value)
-            elif isinstance(value, (dict, list)):
-                stack.append(value)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:200]
 
 
 def referenced_paths(bundle: Bundle) -> list[str]:
@@ -167,61 +111,6 @@ def referenced_paths(bundle: Bundle) -> list[str]:
             for v in k.triton:
                 paths += [p for p in v.files.values() if p]
     return paths
-
-
-def _mode_inside(root: Path, relpath: str, real_root: Path, plain_dirs: set[tuple[str, ...]]) -> int | None:
-    """``inside`` for one of many paths of a bundle, then the file's mode (None: absent). Each component is
-    looked at once (lstat) from the root down, folders shared by many files once for all: a path with no
-    symlink in it is the root's own (what resolving it would find, without resolving every component
-    again for each file, ~65 files on the first frame); one with a symlink is resolved and checked whole."""
-    path = _named(root, relpath)
-    parts = Path(relpath).parts
-    for i in range(len(parts)):
-        prefix = parts[:i + 1]
-        if prefix in plain_dirs:
-            continue
-        try:
-            info = os.lstat(root.joinpath(*prefix))
-        except (OSError, ValueError):
-            return None  # absent (or under a file): resolving it would stay inside, reading it fails
-        if stat.S_ISLNK(info.st_mode):
-            inside(root, relpath, real_root=real_root)  # a symlink on the way: resolved and checked whole
-            try:
-                return path.stat().st_mode
-            except (OSError, ValueError):
-                return None
-        if i == len(parts) - 1:
-            return info.st_mode
-        plain_dirs.add(prefix)
-    return None
-
-
-def _named(base: Path, relpath: str) -> Path:
-    """``base/relpath``, refused with one line when the name is empty, absolute or climbs out with ``..``."""
-    rel = str(relpath)
-    if not isinstance(relpath, str) or not rel or "\0" in rel or os.path.isabs(rel) or rel.startswith(("/", "\\")):
-        raise BundleError(f"{base}: bundle.json names {rel!r}, which is not a path inside the bundle; refusing to read it")
-    if ".." in Path(rel).parts or ".." in rel.replace("\\", "/").split("/"):
-        raise BundleError(f"{base}: bundle.json names {rel!r}, which climbs out of the bundle; refusing to read it")
-    return base / rel
-
-
-def inside(root: str | os.PathLike, relpath: str, *, real_root: Path | None = None) -> Path:
-    """``root/relpath``, refused with one line when it is absolute, climbs out with ``..``, or is (or
-    passes through) a symlink that leads outside the bundle. Every reader of bundle files goes
-    through here, so a hostile bundle.json cannot make kernelscope show /etc/passwd. ``real_root``:
-    ``root`` resolved, when the caller checks many paths of one bundle at once."""
-    base = Path(root)
-    path = _named(base, relpath)
-    try:
-        real_root = base.resolve() if real_root is None else real_root
-        real = path.resolve()
-    except (OSError, RuntimeError) as exc:  # a symlink loop
-        raise BundleError(f"{base}: cannot resolve {str(relpath)!r} in the bundle ({_one_line(exc)})") from exc
-    if real != real_root and real_root not in real.parents:
-        raise BundleError(f"{base}: {str(relpath)!r} in the bundle is a symlink to {real}, outside the bundle; "
-                          "refusing to read it")
-    return path
 
 
 def read_text(bundle: Bundle, relpath: str | None, *, required: bool = False) -> str:

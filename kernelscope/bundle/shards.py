@@ -206,7 +206,7 @@ class _GraphDetail:
                 k.__dict__.pop("_index", None)
 
     def _read(self) -> tuple[dict[str, Any], dict[str, Kernel]]:
-        from kernelscope.bundle.io import inside, strip_controls
+        from kernelscope.bundle.paths import inside, strip_controls
         from kernelscope.safefile import FileProblem, read_regular
 
         path = inside(self.bundle.root, self.relpath)
@@ -234,7 +234,7 @@ class _GraphDetail:
                           "launch_index": k.launch_index, **raw[k.id]}
                 merged.pop("user_lines", None)
                 kernel_parts[k.id] = build_kernel(merged, f"{where}: kernels[{k.id!r}]")
-        from kernelscope.bundle.io import check_paths
+        from kernelscope.bundle.paths import check_paths
 
         check_paths(self.bundle, [p for p in self.graph.files.values() if p]
                     + [k.source for k in self.kernels if k.source]
