@@ -104,8 +104,13 @@ def test_old_bundles_without_the_new_fields_still_load(tmp_path, opened):
     src = Path(opened["recompile_add"].root)
     data = json.loads((src / "bundle.json").read_text())
     for g in data["graphs"]:
-        for key in ("symbols", "calls", "guards", "cudagraphs"):
-            g.pop(key)
+        g.pop("cudagraphs")
+        # Format 2 keeps a graph's symbols, calls and guards in its detail file: gone from there too.
+        detail_file = src / g["detail"]
+        detail = json.loads(detail_file.read_text())
+        for key in ("symbols", "calls", "guards"):
+            detail["graph"].pop(key)
+        detail_file.write_text(json.dumps(detail))
     for r in data["recompiles"]:
         r.pop("guard")
     (src / "bundle.json").write_text(json.dumps(data))
