@@ -56,6 +56,18 @@ def job_lines(b: Bundle) -> list[str]:
                    f"{fmt_bytes(g_moved):>10}  {where}".rstrip())
     if len(b.graphs) > GRAPH_ROWS:
         out.append(f"  … {plural(len(b.graphs) - GRAPH_ROWS, 'more graph')} (`kernelscope show --all` lists every one)")
+    sites: dict[str, list] = {}
+    for g in b.graphs:
+        if g.called_elsewhere():
+            sites.setdefault(g.compiled_from(), []).append(g)
+    if sites:
+        out.append("")
+        out.append(f"compiled from ({plural(len(sites), 'line')} of your code; `kernelscope show --all` lists each graph's):")
+        for site, gs in sorted(sites.items(), key=lambda item: -len(item[1]))[:GRAPH_ROWS]:
+            frames = len({g.compile_id.split("/")[0] for g in gs})
+            out.append(f"  {site}")
+            out.append(f"      {plural(len(gs), 'graph')} of {plural(frames, 'compiled frame')}: "
+                       + ", ".join(sorted({g.code_name for g in gs if g.code_name}))[:120])
     ranked = sorted((k for k in b.kernels if moved(k) is not None), key=lambda k: -(moved(k) or 0))[:TOP_KERNELS]
     if ranked:
         out.append("")

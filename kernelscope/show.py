@@ -48,6 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
     p.add_argument("--guards", action="store_true",
                    help="list every guard of each compile (the summary counts them by kind)")
+    p.add_argument("--stacks", action="store_true",
+                   help="each compile's whole Python stack, the line of your code it was compiled from marked ▶")
     p.add_argument("--all", action="store_true", dest="all_kernels",
                    help="list every kernel of a job-sized bundle (its summary comes first: per graph, the "
                         "kernels moving the most bytes)")
@@ -313,6 +315,8 @@ def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False
     for g in b.graphs:
         where = f"  {g.code_name} at {base_name(g.code_file)}:{g.code_line}" if g.code_name else ""
         out.append(f"  {g.id:<22} {g.kind:<10} {plural(len(g.kernel_ids), 'kernel')}{where}")
+        if g.called_elsewhere():
+            out.append(f"  {'':<22} compiled from {g.compiled_from()}")
     out.append("")
     out.append(f"kernels in launch order ({len(b.kernels)}):")
     for g in b.graphs:
@@ -422,11 +426,31 @@ def artifact_text(b: Bundle, artifact: str, kernel: str | None = None, graph: st
     return render_artifact(b, k, artifact, arch=arch)
 
 
+def stacks_text(b: Bundle) -> str:
+    """Each compile's whole stack, outermost first, the line it was compiled from marked (one per compile id)."""
+    out: list[str] = []
+    for g in _compiles(b):
+        out.append(f"compile {g.compile_id} ({g.id}): {g.code_name or '?'} at {base(g.code_file)}:{g.code_line}")
+        if not g.call_stack:
+            out.append("  (the trace recorded no stack for it)")
+        site = g.call_site if isinstance(g.call_site, dict) else {}
+        for f in g.call_stack:
+            here = (f.get("file"), f.get("line")) == (site.get("file"), site.get("line")) and g.called_elsewhere()
+            tag = {"user": "", "library": " [library]", "skip": " [torch]"}.get(f.get("kind"), "")
+            code = f"  {f['code']}" if f.get("code") else ""
+            out.append(f"  {'▶' if here else ' '} {base(f.get('file', ''))}:{f.get('line')} in {f.get('function')}{tag}{code}")
+        out.append("")
+    return "\n".join(out) + ("\n" if not out else "")
+
+
 def run(args: argparse.Namespace) -> int:
     b = read_bundle(args.bundle)
     if args.artifact:
         text = printable(artifact_text(b, args.artifact, args.kernel, args.graph, args.arch))
         sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        return 0
+    if getattr(args, "stacks", False):
+        sys.stdout.write(printable(stacks_text(b)))
         return 0
     if args.kernel:
         k = b.kernel(args.kernel)

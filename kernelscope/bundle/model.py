@@ -32,7 +32,7 @@ SCHEMA_VERSION = 2  # 2: the manifest an index, each graph's detail a file of it
 # The fields a kernel's and a graph's detail file holds (format 2); read when first asked for.
 KERNEL_DETAIL = ("fx_nodes", "fx_nodes_pre", "aten_ops", "library_lines", "frames", "launch_info", "buffers",
                  "triton", "call_text", "kernel_path", "provenance")
-GRAPH_DETAIL = ("symbols", "calls", "guards", "fusion_pairs")
+GRAPH_DETAIL = ("symbols", "calls", "guards", "fusion_pairs", "call_stack")
 
 
 class _Lazy:
@@ -226,6 +226,9 @@ class Graph(_Lazy):
     code_name: str = ""  # the Python function Dynamo compiled
     code_file: str = ""
     code_line: int | None = None
+    # Where the compile came from: the innermost line of the user's code on the stack that reached the
+    # compiled frame ({file, line, function, code}); for a captured function, that function itself.
+    call_site: dict[str, Any] = field(default_factory=dict)
     # Dynamic shapes: [{name: "s77", source: "L['x'].size()[0]", hint: 64, range: "[2, int_oo]", file, line, code}]
     symbols: list[dict[str, Any]] = field(default_factory=list)
     # The capture's calls this graph ran: [{call: 0-based index, inputs: ["f32[64, 1024]"], values: {"s77": 64}}]
@@ -238,6 +241,24 @@ class Graph(_Lazy):
     # Format 2: this graph's not-fused pairs (extra["fusion"]["pairs"] of a bundle built in memory or read
     # from format 1, where they are listed for the whole bundle): see report/why.py fusion_data.
     fusion_pairs: list[dict[str, Any]] = field(default_factory=list)
+    # The whole stack that reached the compiled frame, outermost first ({file, line, function, code, kind}:
+    # kind "user", "library" or "skip" as ingest/fx.frame_kind says).
+    call_stack: list[dict[str, Any]] = field(default_factory=list)
+
+    def compiled_from(self) -> str:
+        """``train.py:14  loss = model(x).loss``: where the compile came from ('' when the trace did not say)."""
+        site = self.call_site if isinstance(self.call_site, dict) else {}
+        file, line = str(site.get("file") or ""), site.get("line")
+        if not file:
+            return ""
+        where = file.replace("\\", "/").rsplit("/", 1)[-1] + (f":{line}" if line is not None else "")
+        code = str(site.get("code") or "")
+        return f"{where}  {code}" if code else where
+
+    def called_elsewhere(self) -> bool:
+        """Whether the compile came from a line other than the compiled function's own (a script's call)."""
+        site = self.call_site if isinstance(self.call_site, dict) else {}
+        return bool(site.get("file")) and (site.get("file"), site.get("line")) != (self.code_file, self.code_line)
 
 
 @dataclass

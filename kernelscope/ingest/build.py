@@ -117,6 +117,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
             graph.code_name = str(top.get("name", ""))
             graph.code_file = strings.get(top.get("filename"), str(top.get("filename", "")))
             graph.code_line = top.get("line")
+            graph.call_stack, graph.call_site = call_site(frames, strings)
         p = _GraphParts(graph=graph, code=code)
         pg = g.post_grad.get(cid, [])
         if i < len(pg):
@@ -147,6 +148,25 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings, compile_id, dynamo_graphs)
     _annotate_compile_and_fusion(staging, raw, bundle, records, compile_id)
     return bundle
+
+
+def call_site(frames: list[Any], strings: dict[int, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A dynamo_start stack as (every frame, outermost first; where the compile came from): the innermost
+    frame of the user's code below the compiled one (a script's ``loss = model(x)``, not transformers'
+    decorator nor torch's ``_call_impl``), else the compiled frame itself (a captured function: the
+    harness that called it is kernelscope's)."""
+    stack = []
+    for f in frames:
+        if not isinstance(f, dict):
+            continue
+        name = f.get("filename")
+        file = strings.get(name, "") if isinstance(name, int) else str(name or "")
+        line = f.get("line") if isinstance(f.get("line"), int) and not isinstance(f.get("line"), bool) else None
+        stack.append({"file": file, "line": line, "function": str(f.get("name") or ""),
+                      "code": " ".join(str(f.get("loc") or "").split()), "kind": fx.frame_kind(file)})
+    site = next((dict(f) for f in reversed(stack[:-1]) if f["kind"] == "user"), dict(stack[-1]) if stack else {})
+    site.pop("kind", None)
+    return stack, site
 
 
 def triton_cache_entries(folders: list[Path]) -> list[CacheEntry]:

@@ -119,6 +119,7 @@ def report_data(b: Bundle, every_kernel: bool = False) -> dict[str, Any]:
     for g in b.graphs:
         entry = {"id": g.id, "compile_id": g.compile_id, "kind": g.kind, "function": g.code_name,
                  "where": where(g.code_file, g.code_line),
+                 "compiled_from": g.compiled_from() if g.called_elsewhere() else "",
                  "kernels": [k.name for k in b.kernels_of(g.id)],
                  "launches": sum(k.launches for k in b.kernels_of(g.id)),
                  "cudagraphs": dict(g.cudagraphs)}
@@ -257,6 +258,11 @@ def summary_facts(data: dict[str, Any], code: Callable[[Any], str], text: Callab
                 functions.append(where_text)
         if functions:
             facts.append(("Compiled functions", ", ".join(functions)))
+    sites = list(dict.fromkeys(g["compiled_from"] for g in data["graphs"] if g.get("compiled_from")))
+    if sites:  # the lines of the user's code that reached the compiles (a script's call of its model)
+        shown = [code(site.split("  ", 1)[0]) + (f" {code(site.split('  ', 1)[1])}" if "  " in site else "")
+                 for site in sites[:5]]
+        facts.append(("Compiled from", "; ".join(shown) + (f" and {len(sites) - 5} more" if len(sites) > 5 else "")))
     if options_text(data["options"]):
         facts.append(("Options", code(options_text(data["options"]))))
     if environment_text(data["environment"]):

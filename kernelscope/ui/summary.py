@@ -169,12 +169,19 @@ def kernel_info(b: Bundle, kernel: Kernel | None) -> str:
 
 
 def graph_info(b: Bundle, graph: Graph | None) -> str:
-    """A job's shapes and guards of one graph (its detail file alone; a capture lists every compile's in
-    its own part): the same for each kernel of the graph, so the Info pane keeps it per graph."""
-    if graph is None or not is_job(b):
+    """The selected graph: where its compile came from, and a job's shapes and guards of it (its detail file
+    alone; a capture lists every compile's in its own part). The same for each kernel of the graph, so
+    the Info pane keeps it per graph."""
+    if graph is None:
         return ""
-    dynamic = symbol_lines(b, [graph]) + guard_lines(b, limit=70, graphs=[graph])
-    return "\n".join([f"── shapes and guards of graph {graph.id} ──", *dynamic, ""]) + "\n" if dynamic else ""
+    out = []
+    if graph.called_elsewhere():
+        out += [f"── graph {graph.id} ──", f"compiled from {graph.compiled_from()}", ""]
+    if is_job(b):
+        dynamic = symbol_lines(b, [graph]) + guard_lines(b, limit=70, graphs=[graph])
+        if dynamic:
+            out += [f"── shapes and guards of graph {graph.id} ──", *dynamic, ""]
+    return "\n".join(out) + "\n" if out else ""
 
 
 def capture_info(b: Bundle) -> str:

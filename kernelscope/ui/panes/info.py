@@ -39,8 +39,7 @@ class InfoPane(Pane):
             key = graph.id if graph is not None else ""
             shared = self._per_graph.get(key)
             if shared is None:  # a graph's guards, round trips, compile bars: once per graph, not per kernel
-                shared = self._per_graph[key] = (graph_info(bundle, graph) if kernel is not None else "",
-                                                  why_shared_info(bundle, graph))
+                shared = self._per_graph[key] = (graph_info(bundle, graph), why_shared_info(bundle, graph))
             doc = TextDoc.joined(kernel_info(bundle, kernel) + shared[0], self._capture)
             why = why_kernel_info(bundle, kernel) + shared[1]
             if why:  # after the capture's part: what the pane opens on stays as it was
