@@ -48,6 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", metavar="SM", help="with --artifact: recompile the Triton kernel for this arch (sm_80)")
     p.add_argument("--guards", action="store_true",
                    help="list every guard of each compile (the summary counts them by kind)")
+    p.add_argument("--job", action="store_true",
+                   help="the job at a glance: each compile under the line of your code that reached it, with its "
+                        "graphs, kernels, compile time, cache, guards, recompiles; ranks side by side, what differs flagged")
     p.add_argument("--stacks", action="store_true",
                    help="each compile's whole Python stack, the line of your code it was compiled from marked ▶")
     p.add_argument("--all", action="store_true", dest="all_kernels",
@@ -451,6 +454,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if getattr(args, "stacks", False):
         sys.stdout.write(printable(stacks_text(b)))
+        return 0
+    if getattr(args, "job", False):
+        from kernelscope.bundle.io import read_text
+        from kernelscope.job_view import job_text
+
+        sys.stdout.write(printable("\n".join(job_text(b, read_text)) + "\n"))
         return 0
     if args.kernel:
         k = b.kernel(args.kernel)

@@ -86,19 +86,19 @@ def _as_ranks(trace: Path, dest: Path, ranks: tuple[int, ...]) -> Path:
     return dest
 
 
-def test_open_a_multi_rank_trace_opens_one_rank_and_names_the_others(cpu_trace, tmp_path, user_cache, capsys):
+def test_open_a_multi_rank_trace_opens_every_rank_and_one_with_rank(cpu_trace, tmp_path, user_cache, capsys):
     ranks = _as_ranks(cpu_trace, tmp_path / "job", (0, 1))
     assert [rank_of(p) for p in sorted(ranks.glob("*.log"))] == [0, 1]
     assert main(["open", str(ranks), "--no-ui"]) == 0
     captured = capsys.readouterr()
-    assert "(rank 0 of 2): 2 compile ids, 2 graphs, 2 kernels" in captured.err
+    assert "(2 ranks): 4 compile ids, 4 graphs, 4 kernels" in captured.err
     [out] = list(user_cache.iterdir())
     opened = read_bundle(out)
-    assert opened.environment["ranks"] == [0]
-    assert len(opened.graphs) == 2  # one rank's graphs, not both ranks' merged
-    assert any("`kernelscope open --rank N` opens rank 1" in n for n in opened.notes)
+    assert opened.environment["ranks"] == [0, 1]
+    assert sorted({g.compile_id.split("/")[0] for g in opened.graphs}) == ["rank0", "rank1"]  # side by side
+    assert any("`kernelscope open --rank N` opens one" in n for n in opened.notes)
     assert main(["open", str(ranks), "--rank", "1", "--no-ui"]) == 0
-    assert "(rank 1 of 2)" in capsys.readouterr().err
+    assert "(rank 1 of 2): 2 compile ids, 2 graphs, 2 kernels" in capsys.readouterr().err
     assert len(list(user_cache.iterdir())) == 2
     with pytest.raises(BundleError, match="no log of rank 5; ranks found: 0, 1"):
         open_trace(ranks, tmp_path / "x", rank=5)

@@ -16,7 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", metavar="DIR", help="the folder TORCH_TRACE named (or one of its .log files)")
     p.add_argument("--triton-cache", metavar="DIR", help="the job's TRITON_CACHE_DIR, for Triton stages")
     p.add_argument("--stderr-log", metavar="FILE", help="the job's stderr (TORCH_LOGS, AUTOTUNE tables), optional")
-    p.add_argument("--rank", type=int, metavar="N", help="which rank's log to open (default: the lowest)")
+    p.add_argument("--rank", type=int, metavar="N", help="open this rank's log only (default: every rank, side by side: `show --job`)")
     p.add_argument("-o", "--out", metavar="BUNDLE", help="bundle folder to write (default: a folder in "
                                                           "$KERNELSCOPE_CACHE/opened, default ~/.cache/kernelscope/opened)")
     p.add_argument("--force", action="store_true", help="replace an existing bundle at -o")
@@ -31,7 +31,9 @@ def run(args: argparse.Namespace) -> int:
     bundle, out, ranks = open_trace(trace, out, triton_cache=args.triton_cache, stderr_log=args.stderr_log,
                                     rank=args.rank, replace=args.force)
     compile_ids = sorted({g.compile_id for g in bundle.graphs})
-    rank_text = f" (rank {bundle.environment.get('ranks')[0]} of {len(ranks)})" if len(ranks) > 1 else ""
+    opened = bundle.environment.get("ranks") or []
+    rank_text = (f" (rank {opened[0]} of {len(ranks)})" if len(opened) == 1 else f" ({plural(len(opened), 'rank')})") \
+        if len(ranks) > 1 else ""
     print(f"opened {trace}{rank_text}: {plural(len(compile_ids), 'compile id')}, {plural(len(bundle.graphs), 'graph')}, "
           f"{plural(len(bundle.kernels), 'kernel')} -> {out}", file=sys.stderr)
     if args.no_ui:

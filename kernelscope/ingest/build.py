@@ -146,7 +146,8 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     if not raw.one_frame:
         annotate_from_stderr(bundle, raw.stderr_text)
     dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings, compile_id, dynamo_graphs)
-    _annotate_compile_and_fusion(staging, raw, bundle, records, compile_id)
+    _annotate_compile_and_fusion(staging, raw, bundle, records, compile_id,
+                                 {id(t): f"rank{rank_of[id(t)]}/" for t in raw.traces} if multi_rank else {})
     return bundle
 
 
@@ -197,13 +198,22 @@ def annotate_from_stderr(bundle: Bundle, stderr_text: str) -> None:
 
 
 def _annotate_compile_and_fusion(staging: Path, raw: RawCapture, bundle: Bundle, records: list[TraceRecord],
-                                 compile_id) -> None:
+                                 compile_id, rank_prefix: dict[int, str]) -> None:
     """Where the compile time went (the trace's timed phases) and why kernels were not fused (the
-    fusion log on stderr, when the capture turned it on): ``extra["compile_time"]``, ``extra["fusion"]``."""
+    fusion log on stderr, when the capture turned it on): ``extra["compile_time"]``, ``extra["fusion"]``.
+    ``rank_prefix``: per trace (by id) the prefix its compile ids take in a job of several ranks (torch's
+    phase events name the compile without its rank)."""
     from kernelscope.ingest.compile_time import compile_time_summary
     from kernelscope.ingest.fusion import fusion_summary
 
-    timed = compile_time_summary([e for t in raw.traces for e in t.chromium_events], records, bundle, compile_id)
+    events = []
+    for t in raw.traces:
+        prefix = rank_prefix.get(id(t), "")
+        for e in t.chromium_events:
+            if prefix and e["args"].get("compile_id"):
+                e = {**e, "args": {**e["args"], "compile_id": prefix + str(e["args"]["compile_id"])}}
+            events.append(e)
+    timed = compile_time_summary(events, records, bundle, compile_id)
     if timed:
         bundle.extra["compile_time"] = timed
     if raw.one_frame and raw.stderr_text:

@@ -135,7 +135,8 @@ def _metrics(records: list[Any], compile_id) -> dict[str, dict[str, Any]]:
         if r.kind != "compilation_metrics":
             continue
         m = r.data.get("compilation_metrics") or {}
-        cid = base_compile_id(str(m.get("compile_id") or compile_id(r)))
+        own = compile_id(r)  # a job of several ranks names it rankN/...: torch's own field does not
+        cid = base_compile_id(own if own.startswith("rank") else str(m.get("compile_id") or own))
 
         def num(key: str, m=m) -> Any:
             v = m.get(key)

@@ -89,6 +89,9 @@ def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_c
     bundle = Bundle(target={"spec": spec or str(trace), "kind": "torch_trace", "origin": "open",
                             "logs": [str(p) for p in logs]})
     bundle.environment = {"source": "TORCH_TRACE", "ranks": sorted(spooled.ranks)}
+    for name in spooled.cut_short:
+        bundle.notes.append(f"{name} ends inside a line: the log was cut short (its job killed, or still running); "
+                            "what it holds up to there is read")
     if spooled.malformed:
         bundle.notes.append(f"{spooled.malformed} malformed TORCH_TRACE record(s) left out (first: {spooled.first_problem})")
     index = merge_frames(parts, bundle, [spooled.code_order.get(key, []) for key in spooled.frames])

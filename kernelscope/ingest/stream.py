@@ -43,6 +43,7 @@ class Spooled:
     seen: int = 0
     malformed: int = 0
     first_problem: str = ""
+    cut_short: list[str] = field(default_factory=list)  # logs that end inside a line (the job killed, or still running)
 
 
 class _Spools:
@@ -83,10 +84,20 @@ def spool_trace(logs: list[tuple[Path, int | None]], folder: Path) -> Spooled:
         for path, file_rank in logs:
             with open_regular(path) as fh:
                 _spool_one(fh, file_rank, spools, out, MAX_LINE_BYTES)
+                if _ends_inside_a_line(fh):
+                    out.cut_short.append(Path(path).name)
     finally:
         spools.close()
     out.frames = dict(spools.paths)
     return out
+
+
+def _ends_inside_a_line(fh) -> bool:
+    size = fh.seek(0, os.SEEK_END)
+    if not size:
+        return False
+    fh.seek(size - 1)
+    return fh.read(1) != b"\n"
 
 
 def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: int) -> None:

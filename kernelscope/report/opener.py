@@ -1,7 +1,7 @@
-"""A TORCH_TRACE folder from anyone's job as a bundle, one rank at a time (``kernelscope open``: commands/open.py).
+"""A TORCH_TRACE folder from anyone's job as a bundle (``kernelscope open``: commands/open.py).
 
-Several ranks write one log each (``dedicated_log_torch_trace_rank_N_*.log``); a bundle holds one
-rank, the lowest unless ``--rank`` says otherwise. Bundles go to a per-user cache unless ``-o`` names
+Several ranks write one log each (``dedicated_log_torch_trace_rank_N_*.log``); the bundle holds every
+rank (compile ids ``rankN/...``), or the one ``--rank`` names. Bundles go to a per-user cache unless ``-o`` names
 a folder, so opening never writes next to (or over) the user's files.
 """
 
@@ -63,6 +63,54 @@ def logs_by_rank(trace: Path) -> dict[int | None, list[Path]]:
     return ranks
 
 
+_STAMP = re.compile(r"^[VIWEC](\d{4} \d\d:\d\d:\d\d\.\d+)")
+
+
+def first_stamp(log: Path) -> str:
+    """The time of a log's first record (``1205 13:21:46.963000``: month, day and time as glog writes them)."""
+    from kernelscope.ingest.tracelog import bounded_lines
+    from kernelscope.safefile import open_regular
+
+    try:
+        with open_regular(log) as fh:
+            for _, line in zip(range(50), bounded_lines(fh)):
+                if (m := _STAMP.match(line)):
+                    return m.group(1)
+    except OSError:
+        return ""
+    return ""
+
+
+def one_log_per_rank(ranks: dict[int | None, list[Path]]) -> list[str]:
+    """A job writes one log per rank: where a rank has several, keep the one that started nearest the other
+    ranks' logs (the rest belong to another job, or an earlier run) and say which were left out."""
+    notes = []
+    starts = {r: first_stamp(logs[0]) for r, logs in ranks.items() if r is not None and len(logs) == 1}
+    for r, logs in ranks.items():
+        if r is None or len(logs) < 2:
+            continue
+        others = sorted(starts.values())
+        middle = others[len(others) // 2] if others else ""
+        stamps = {log: first_stamp(log) for log in logs}
+        keep = min(logs, key=lambda log: (_gap(stamps[log], middle), log.name))
+        ranks[r] = [keep]
+        left = [log.name for log in logs if log is not keep]
+        notes.append(f"rank {r} has {len(logs)} logs: kept {keep.name} (it started with the other ranks), left out "
+                     f"{', '.join(left)} (another job's, or an earlier run's; `kernelscope open FILE` opens one alone)")
+    return notes
+
+
+def _gap(a: str, b: str) -> float:
+    def seconds(stamp: str) -> float:
+        try:
+            day, clock = stamp.split(" ")
+            h, m, sec = clock.split(":")
+            return int(day) * 86400 + int(h) * 3600 + int(m) * 60 + float(sec)
+        except ValueError:
+            return 0.0
+    return abs(seconds(a) - seconds(b)) if a and b else 0.0
+
+
 def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None, stderr_log: str | None = None,
                rank: int | None = None, replace: bool = False):
     """Write the bundle for one rank of a TORCH_TRACE folder; returns (bundle, out, ranks found)."""
@@ -78,25 +126,38 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
     known = sorted(r for r in ranks if r is not None)
     if rank is not None and rank not in ranks:
         raise BundleError(f"{trace}: no log of rank {rank}; ranks found: {', '.join(map(str, known)) or 'none'}")
-    if rank is None and len(ranks) > 1:
-        rank = known[0] if known else None
-    chosen = ranks[rank] if len(ranks) > 1 or rank is not None else [p for logs in ranks.values() for p in logs]
+    # Every rank in one job bundle (compile ids rankN/..., `show --job` puts them side by side), or one.
+    mixed = one_log_per_rank(ranks) if len(known) > 1 or rank is not None else []
+    chosen = ranks[rank] if rank is not None else [p for logs in ranks.values() for p in logs]
     if out is None:
-        out = default_out(trace, rank if len(ranks) > 1 or rank is not None else None)
+        out = default_out(trace, rank)
         replace = True  # our own cache folder: reopening refreshes it (never a non-bundle folder)
     with tempfile.TemporaryDirectory(prefix="kernelscope-open-") as tmp:
         source: Path = trace
         if len(chosen) == 1:
             source = chosen[0]
-        elif len(ranks) > 1:  # this rank's logs only: link them into a folder of their own
+        elif (rank is not None and len(ranks) > 1) or mixed:  # the logs chosen only: linked into a folder of their own
             for i, log in enumerate(chosen):
                 os.symlink(log.absolute(), Path(tmp) / f"{i:03d}-{log.name}")
             source = Path(tmp)
         notes = ()
-        if len(ranks) > 1:
+        if len(ranks) > 1 and rank is not None:
             others = [str(r) for r in known if r != rank]
-            notes = (f"rank {rank} of ranks {', '.join(map(str, known))}; "
-                     f"`kernelscope open --rank N` opens rank {' or '.join(others) or 'N'}",)
+            notes = (f"rank {rank} of ranks {', '.join(map(str, known))}; `kernelscope open` without --rank opens "
+                     f"every rank side by side (`show --job`), `--rank N` rank {' or '.join(others) or 'N'}",)
+        elif len(ranks) > 1:
+            notes = (f"ranks {', '.join(map(str, known))} side by side (compile ids rankN/...; `kernelscope show "
+                     "--job` compares them); `kernelscope open --rank N` opens one",)
         bundle = bundle_from_trace(source, out, triton_cache=triton_cache, stderr_log=stderr_log, replace=replace,
-                                   spec=str(trace), notes=notes)
+                                   spec=str(trace), notes=(*mixed, *notes))
+    if rank is None and len(known) > 1:
+        compiled = {g.compile_id.split("/", 1)[0] for g in bundle.graphs}
+        idle = [r for r in known if f"rank{r}" not in compiled]
+        if idle:  # said, and kept as a rank of the job: `show --job` gives it a column of its own
+            from kernelscope.bundle.io import save_manifest
+
+            bundle.environment["ranks"] = known
+            bundle.notes += [f"rank {r}'s log holds no compile: it compiled nothing (or its log ends before its "
+                             "first)" for r in idle]
+            save_manifest(bundle, out)
     return bundle, out, known

@@ -1,0 +1,213 @@
+"""The whole job at a glance (``show --job``, the report's job section): every compiled frame as a tree by
+the line of the user's code that reached it, each compile with its graphs, kernels, launches, compile
+time, cache, guards, recompile reason and graph breaks; the ranks of a distributed job as columns, with
+what differs between them flagged (a compile on some ranks only, a different FX graph for the same
+compile, different guard counts or collective ops, a cache hit on one rank and a miss on another, a
+compile time far from the other ranks').
+
+Read from the index, the compile-time summary and each graph's FX text (one file a graph): no graph's
+detail file. Pure: no torch, no textual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.units import base_name, plural
+
+_RANK = re.compile(r"^rank(\d+)/(.*)$")
+# Collective ops as Inductor's FX graphs name them (functional collectives, c10d, their wait).
+_COLLECTIVE = re.compile(r"\b(?:_c10d_functional|c10d_functional|c10d)\.(all_reduce|all_gather\w*|reduce_scatter\w*|"
+                         r"all_to_all\w*|broadcast\w*)")
+SLOW = 2.0  # a compile this many times the other ranks' median (and a second more) is flagged
+
+
+def split_rank(compile_id: str) -> tuple[int | None, str]:
+    """``rank1/0/0`` -> (1, ``0/0``); a compile id without a rank -> (None, it)."""
+    m = _RANK.match(compile_id)
+    return (int(m.group(1)), m.group(2)) if m else (None, compile_id)
+
+
+@dataclass
+class RankCompile:
+    """One compile as one rank ran it."""
+
+    graphs: list[Graph] = field(default_factory=list)
+    kernels: int = 0
+    launches: int = 0
+    seconds: float | None = None
+    cache: str = ""
+    guards: int | None = None
+    fx_digest: dict[str, str] = field(default_factory=dict)  # graph kind -> digest of its post-grad FX text
+    collectives: dict[str, int] = field(default_factory=dict)  # op -> count, over its graphs
+
+
+@dataclass
+class JobCompile:
+    """A compile id (``0/0``, ``0/1`` for a recompile of frame 0) across the ranks that ran it."""
+
+    compile_id: str
+    function: str
+    where: str
+    site: str
+    by_rank: dict[int | None, RankCompile] = field(default_factory=dict)
+    recompile: str = ""  # why it compiled again (the guard that failed)
+    breaks: list[str] = field(default_factory=list)
+    differs: list[str] = field(default_factory=list)
+
+
+def job_compiles(b: Bundle, read_text=None) -> tuple[list[int | None], list[JobCompile]]:
+    """The job's ranks and its compiles in the order they began, each with what differs between ranks.
+    ``read_text(bundle, relpath)`` reads a graph's FX text (bundle.io.read_text; None: FX not compared)."""
+    kernels_of: dict[str, list[Kernel]] = {}
+    for k in b.kernels:
+        kernels_of.setdefault(k.graph, []).append(k)
+    timed = {c.get("compile_id"): c for c in (b.extra.get("compile_time") or {}).get("compiles", [])
+             if isinstance(c, dict)} if isinstance(b.extra, dict) else {}
+    compiles: dict[str, JobCompile] = {}
+    ranks: set[int | None] = set()
+    for g in b.graphs:
+        rank, cid = split_rank(g.compile_id)
+        ranks.add(rank)
+        base = cid.split("_", 1)[0]  # a restarted attempt (0/0_1) is the same compile
+        jc = compiles.get(base)
+        if jc is None:
+            jc = compiles[base] = JobCompile(compile_id=base, function=g.code_name,
+                                             where=f"{base_name(g.code_file)}:{g.code_line}" if g.code_file else "",
+                                             site=g.compiled_from() if g.called_elsewhere() else "")
+        rc = jc.by_rank.setdefault(rank, RankCompile())
+        rc.graphs.append(g)
+        ks = kernels_of.get(g.id, [])
+        rc.kernels += len(ks)
+        rc.launches += sum(k.launches for k in ks)
+        info = timed.get(g.compile_id.split("_", 1)[0]) or timed.get(base if rank is None else f"rank{rank}/{base}")
+        if info is not None:
+            rc.seconds = info.get("total_s")
+            rc.cache = _cache_text(info.get("fx_cache") or "", info.get("inductor_cache") or "")
+            rc.guards = info.get("guards")
+        if read_text is not None and g.files.get("fx-post-grad"):
+            text = read_text(b, g.files["fx-post-grad"])
+            rc.fx_digest[g.kind] = hashlib.sha1(_without_paths(text).encode()).hexdigest()[:12]
+            for op in _COLLECTIVE.findall(text):
+                rc.collectives[op] = rc.collectives.get(op, 0) + 1
+    for r in b.recompiles:
+        rank, cid = split_rank(r.compile_id)
+        jc = compiles.get(cid.split("_", 1)[0])
+        if jc is not None:
+            jc.recompile = r.reason + (f" (expected {r.guard['expected']}, actual {r.guard['actual']})"
+                                       if r.guard.get("expected") is not None else "")
+    for gb in b.graph_breaks:
+        _, cid = split_rank(gb.compile_id)
+        jc = compiles.get(cid.split("_", 1)[0])
+        if jc is not None:
+            jc.breaks.append(f"{base_name(gb.file)}:{gb.line}: {gb.reason}")
+    listed = {r for r in (b.environment.get("ranks") or []) if isinstance(r, int)} if isinstance(b.environment, dict) else set()
+    if None not in ranks and len(ranks | listed) > 1:  # a rank whose log holds no compile still has its column
+        ranks |= listed
+    order = sorted(ranks, key=lambda r: -1 if r is None else r)
+    for jc in compiles.values():
+        jc.differs = _differences(jc, order)
+    return order, list(compiles.values())
+
+
+def _cache_text(fx: str, inductor: str) -> str:
+    """The compile's cache result: Dynamo's metrics (FX graph cache) and Inductor's own phase event."""
+    if fx and inductor and fx != inductor:
+        return f"FX graph cache {fx}, Inductor {inductor}"
+    return f"cache {fx or inductor}" if fx or inductor else ""
+
+
+def _without_paths(text: str) -> str:
+    """An FX text with its ``# File: path:line`` comments' paths cut to the file name: ranks may run the
+    same script from different folders."""
+    return re.sub(r"# File: \S*/([^/\s]+)", r"# File: \1", text)
+
+
+def _differences(jc: JobCompile, ranks: list[int | None]) -> list[str]:
+    if len(ranks) < 2:
+        return []
+    out = []
+    ran = [r for r in ranks if r in jc.by_rank]
+    if len(ran) < len(ranks):
+        out.append(f"only on rank{'s' if len(ran) > 1 else ''} {', '.join(map(str, ran))}")
+    kinds = {g.kind for rc in jc.by_rank.values() for g in rc.graphs}
+    for kind in sorted(kinds):
+        having = [r for r in ran if any(g.kind == kind for g in jc.by_rank[r].graphs)]
+        if len(having) < len(ran):
+            out.append(f"{kind} graph only on rank{'s' if len(having) > 1 else ''} {', '.join(map(str, having))}")
+            continue
+        digests = {r: jc.by_rank[r].fx_digest.get(kind) for r in having}
+        if None not in digests.values() and len(set(digests.values())) > 1:
+            groups: dict[Any, list[int | None]] = {}
+            for r, d in digests.items():
+                groups.setdefault(d, []).append(r)
+            out.append(f"{kind} FX graph differs: " + " vs ".join("ranks " + ", ".join(map(str, rs)) for rs in groups.values()))
+    guards = {r: jc.by_rank[r].guards for r in ran}
+    if len({v for v in guards.values() if v is not None}) > 1:
+        out.append("guards differ: " + ", ".join(f"rank {r} {v}" for r, v in guards.items()))
+    colls = {r: tuple(sorted(jc.by_rank[r].collectives.items())) for r in ran}
+    if len(set(colls.values())) > 1:
+        out.append("collectives differ: " + "; ".join(f"rank {r} " + (", ".join(f"{n} {op}" for op, n in c) or "none")
+                                                      for r, c in colls.items()))
+    caches = {r: jc.by_rank[r].cache for r in ran if jc.by_rank[r].cache}
+    if len(set(caches.values())) > 1:
+        out.append("cache differs: " + ", ".join(f"rank {r} {c}" for r, c in caches.items()))
+    secs = {r: jc.by_rank[r].seconds for r in ran if jc.by_rank[r].seconds is not None}
+    if len(secs) >= 2:
+        for r, s in secs.items():
+            others = [v for q, v in secs.items() if q != r]
+            median = statistics.median(others)
+            if s > SLOW * median and s - median > 1.0:
+                out.append(f"rank {r} compiled in {s:.1f} s, the others in {median:.1f} s")
+    return out
+
+
+def job_text(b: Bundle, read_text=None) -> list[str]:
+    """``show --job``: the tree of the job's compiles by the line that reached them, ranks as columns."""
+    ranks, compiles = job_compiles(b, read_text)
+    multi = len(ranks) > 1
+    frames = {jc.compile_id.split("/")[0] for jc in compiles}
+    head = (f"job: {plural(len(ranks), 'rank')} ({', '.join(map(str, ranks))}), " if multi else "job: ")
+    out = [head + f"{plural(len(frames), 'compiled frame')}, {plural(len(compiles), 'compile')}, "
+           f"{plural(len(b.graphs), 'graph')}, {plural(len(b.kernels), 'kernel')}"
+           + ("; what differs between ranks is marked ⚠" if multi else "")]
+    width = 26
+    by_site: dict[str, list[JobCompile]] = {}
+    for jc in compiles:
+        by_site.setdefault(jc.site or "(the compiled function itself)", []).append(jc)
+    for site, group in by_site.items():
+        out += ["", site]
+        for jc in group:
+            label = f"  compile {jc.compile_id}  {jc.function or '?'}" + (f" at {jc.where}" if jc.where else "")
+            out.append(label + (f"  ⚠ {jc.differs[0]}" if jc.differs else ""))
+            if multi:
+                out.append((f"    {'':<{width}}" + "".join(f"{'rank ' + str(r):<28}" for r in ranks)).rstrip())
+            rows = [("graphs", lambda rc: ", ".join(g.kind for g in rc.graphs)),
+                    ("kernels, launches", lambda rc: f"{rc.kernels}, {rc.launches}"),
+                    ("compile time, cache", lambda rc: (f"{rc.seconds:.2f} s" if rc.seconds is not None else "?")
+                     + (f" ({rc.cache})" if rc.cache else "")),
+                    ("guards", lambda rc: "?" if rc.guards is None else str(rc.guards))]
+            if any(rc.collectives for rc in jc.by_rank.values()):
+                rows.append(("collectives", lambda rc: ", ".join(f"{n} {op}" for op, n in sorted(rc.collectives.items()))
+                             or "none"))
+            for name, cell in rows:
+                cells = [cell(jc.by_rank[r]) if r in jc.by_rank else "—" for r in ranks]
+                out.append(f"    {name:<{width}}" + "".join(f"{c:<28}" for c in cells).rstrip())
+            if jc.recompile:
+                out.append(f"    {'recompiled because':<{width}}{jc.recompile}")
+            for gb in jc.breaks[:3]:
+                out.append(f"    {'graph break':<{width}}{gb}")
+            for d in jc.differs[1:]:
+                out.append(f"    ⚠ {d}")
+    flagged = [(jc, d) for jc in compiles for d in jc.differs]
+    if multi:
+        out += ["", f"differs between ranks ({len(flagged)}):" if flagged else "the ranks compiled the same: "
+                "every compile on every rank, the same FX graphs, guards, collectives and cache results"]
+        out += [f"  ⚠ compile {jc.compile_id} ({jc.function or '?'}{' at ' + jc.where if jc.where else ''}): {d}"
+                for jc, d in flagged]
+    return out

@@ -1,0 +1,89 @@
+"""Every rank of a distributed job side by side: `open` of a real 2-rank TORCH_TRACE folder (torchrun, gloo,
+CPU: tests/fixtures/traces/ddp_gloo_cpu) writes one job bundle, `show --job` lists the ranks as columns and
+flags what differs (rank 1 alone compiled `rank_only`); damaged or mixed folders say so in one line each
+and the other ranks still open."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.bundle.io import read_bundle
+from tests.conftest import REPO, kernelscope_cmd
+
+DDP = REPO / "tests" / "fixtures" / "traces" / "ddp_gloo_cpu"
+
+
+def _unpack(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    for gz in sorted(DDP.glob("*.log.gz")):
+        (folder / gz.name[:-3]).write_bytes(gzip.decompress(gz.read_bytes()))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("ddp")
+    proc = kernelscope_cmd("open", str(_unpack(root / "trace")), "--no-ui", "-o", str(root / "bundle"))
+    assert proc.returncode == 0, proc.stderr
+    assert "(2 ranks): 3 compile ids, 5 graphs, 17 kernels" in proc.stderr
+    return root / "bundle"
+
+
+def test_open_of_a_torchrun_job_keeps_every_rank_in_one_bundle(job):
+    b = read_bundle(job)
+    assert b.environment["ranks"] == [0, 1]
+    assert [g.id for g in b.graphs] == ["rank0-0-0-forward", "rank0-0-0-backward", "rank1-0-0-forward",
+                                        "rank1-0-0-backward", "rank1-1-0-inference"]
+    assert any("side by side" in n for n in b.notes)
+    # Each rank's compile time is its own (torch's phase events name the compile without the rank).
+    times = {c["compile_id"]: c["graphs"] for c in b.extra["compile_time"]["compiles"]}
+    assert times["rank1/1/0"] == ["rank1-1-0-inference"]
+
+
+def test_show_job_puts_the_ranks_side_by_side_and_flags_the_frame_one_rank_compiled(job):
+    out = kernelscope_cmd("show", str(job), "--job").stdout
+    assert out.startswith("job: 2 ranks (0, 1), 2 compiled frames, 2 compiles, 5 graphs, 17 kernels")
+    assert "ddp.py:32  loss = cmodel(x).pow(2).mean()\n  compile 0/0  forward at ddp.py:15\n" in out
+    assert "    graphs                    forward, backward           forward, backward" in out
+    assert "  compile 1/0  rank_only at ddp.py:19  ⚠ only on rank 1" in out
+    assert "differs between ranks (1):\n  ⚠ compile 1/0 (rank_only at ddp.py:19): only on rank 1" in out
+
+
+def test_a_different_fx_graph_on_one_rank_is_flagged(job, tmp_path):
+    copy = tmp_path / "b"
+    shutil.copytree(job, copy)
+    fx = copy / "graphs" / "rank1-0-0-forward" / "fx_post_grad.txt"
+    fx.write_text(fx.read_text().replace("relu", "sigmoid"))
+    out = kernelscope_cmd("show", str(copy), "--job").stdout
+    assert "⚠ compile 0/0 (forward at ddp.py:15): forward FX graph differs: ranks 0 vs ranks 1" in out
+
+
+def test_one_rank_alone_with_rank(job, tmp_path):
+    proc = kernelscope_cmd("open", str(_unpack(tmp_path / "t")), "--rank", "1", "--no-ui", "-o", str(tmp_path / "one"))
+    assert proc.returncode == 0 and "(rank 1 of 2): 2 compile ids, 3 graphs, 9 kernels" in proc.stderr
+    b = read_bundle(tmp_path / "one")
+    assert b.environment["ranks"] == [1] and any("without --rank opens every rank" in n for n in b.notes)
+
+
+def test_a_cut_log_mixed_jobs_and_an_idle_rank_each_say_so_and_the_rest_opens(tmp_path):
+    trace = _unpack(tmp_path / "t")
+    rank1 = trace / "dedicated_log_torch_trace_rank_1.log"
+    rank1.write_bytes(rank1.read_bytes()[:300_000])  # killed mid-write
+    shutil.copy(trace / "dedicated_log_torch_trace_rank_0.log", trace / "dedicated_log_torch_trace_rank_0_rerun.log")
+    (trace / "dedicated_log_torch_trace_rank_2.log").write_text(
+        "".join((trace / "dedicated_log_torch_trace_rank_0.log").read_text().splitlines(True)[:3]))
+    proc = kernelscope_cmd("open", str(trace), "--no-ui", "-o", str(tmp_path / "b"))
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stdout.splitlines() if line.startswith("note: ")]
+    assert any("dedicated_log_torch_trace_rank_1.log ends inside a line: the log was cut short" in n for n in notes)
+    assert any("rank 0 has 2 logs: kept dedicated_log_torch_trace_rank_0.log" in n
+               and "left out dedicated_log_torch_trace_rank_0_rerun.log" in n for n in notes)
+    assert any("rank 2's log holds no compile" in n for n in notes)
+    out = kernelscope_cmd("show", str(tmp_path / "b"), "--job").stdout
+    assert out.startswith("job: 3 ranks (0, 1, 2)")
+    assert "backward graph only on rank 0" in out  # rank 1's log ends before its backward
+    assert len(read_bundle(tmp_path / "b").kernels) == 11  # rank 0 whole, rank 1 up to the cut
