@@ -68,15 +68,13 @@ def test_a_program_that_makes_out_itself_keeps_its_run_beside_it(tmp_path):
 
 
 def test_graphs_compiled_into_the_programs_own_trace_are_named_as_such(tmp_path):
-    from kernelscope.capture.program import ProgramRun
+    from kernelscope.capture.program_bundles import trace_elsewhere
 
-    run = ProgramRun(["true"], tmp_path / "out")
-    run.events = [{"phase": "environment", "torch_trace": "/data/my-trace", "trace_dirs": ["/data/my-trace"]},
-                  {"phase": "compile", "graphs": 1, "pid": 1}, {"phase": "compile", "graphs": 2, "pid": 1}]
-    why = run._trace_elsewhere(tmp_path)
+    events = [{"phase": "environment", "torch_trace": "/data/my-trace", "trace_dirs": ["/data/my-trace"]},
+              {"phase": "compile", "graphs": 1, "pid": 1}, {"phase": "compile", "graphs": 2, "pid": 1}]
+    why = trace_elsewhere(events, tmp_path)
     assert "compiled 2 graphs" in why and "/data/my-trace" in why and "TORCH_TRACE" in why
-    run.events = []
-    assert run._trace_elsewhere(tmp_path) == ""
+    assert trace_elsewhere([], tmp_path) == ""
 
 
 def test_an_error_in_the_users_own_sitecustomize_is_said_as_python_says_it(tmp_path):
