@@ -87,3 +87,31 @@ def test_a_cut_log_mixed_jobs_and_an_idle_rank_each_say_so_and_the_rest_opens(tm
     assert out.startswith("job: 3 ranks (0, 1, 2)")
     assert "backward graph only on rank 0" in out  # rank 1's log ends before its backward
     assert len(read_bundle(tmp_path / "b").kernels) == 11  # rank 0 whole, rank 1 up to the cut
+
+
+def test_the_job_screen_shows_the_ranks_and_enter_opens_a_compiles_graphs(job):
+    import asyncio
+
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.screens.explorer import ExplorerScreen
+    from kernelscope.ui.screens.tools import JobScreen
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    async def run() -> None:
+        app = make_app(str(job))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            await pilot.press("J")
+            await pilot.pause()
+            assert isinstance(app.screen, JobScreen)
+            view = app.screen.query_one("#job-text", CodeView)
+            lines = view.doc.lines
+            at = next(i for i, line in enumerate(lines) if "compile 1/0  rank_only" in line)
+            assert "⚠ only on rank 1" in lines[at]
+            view.move_cursor(at + 2)  # a line of that compile's table
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ExplorerScreen)
+            assert app.screen.kernel is not None and app.screen.kernel.graph == "rank1-1-0-inference"
+
+    asyncio.run(run())

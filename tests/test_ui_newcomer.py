@@ -445,7 +445,10 @@ def test_the_footer_at_80x24_shows_the_focused_panes_keys_then_help_then_the_too
         await pilot.pause(0.3)
         shown = _footer_keys_shown(app)
         own = ["⏎", "y", "/"] if pane == "1" else ["⏎", "/", "m", "y"]
-        assert shown[:len(own) + 4] == [*own, "?", "p", "b", "d"], shown
+        assert shown[:len(own) + 3] == [*own, "?", "p", "b"], shown
+        # Recorded on the H200 from a file this machine lacks: nothing to recompile, edit or diff against,
+        # so none of those keys is offered (the footer and ? agree with what works).
+        assert not {"c", "e", "d"} & set(shown), shown
 
     drive(GPU_FIXTURES / "gpt2", steps)
 

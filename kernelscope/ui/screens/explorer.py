@@ -22,9 +22,9 @@ from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.ui import textdoc
 from kernelscope.ui.footer_order import focused_chain, pane_keys_first
 from kernelscope.ui.gcpolicy import MoveGC
-from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.panes.kernels import KernelsPane
+from kernelscope.ui.screens.explorer_actions import ExplorerActions
 from kernelscope.ui.screens.resume import first_resume_styled, same_size_again
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
@@ -59,7 +59,7 @@ class TitleLine(Static):
         return title_line(self.bundle, self.previous, self.size.width or None)
 
 
-class ExplorerScreen(Screen):
+class ExplorerScreen(ExplorerActions, Screen):
     """Every view of one bundle."""
 
     AUTO_FOCUS = "KernelTable"
@@ -84,6 +84,7 @@ class ExplorerScreen(Screen):
         Binding("p", "pipeline", "Pipeline"),
         Binding("b", "bench", "Bench"),
         Binding("d", "diff", "Diff"),
+        Binding("J", "job", "Job"),
         Binding("escape,q", "back", "Back"),
         *[Binding(cls.pane_key, f"show_pane('{cls.pane_id}')", cls.pane_title, show=False) for cls in PANES],
     ]
@@ -409,63 +410,3 @@ class ExplorerScreen(Screen):
         """The next file that holds lines of the selected kernel (every file when it has none)."""
         if self.pane("source").next_file():
             self.action_show_pane("source")
-
-    # -- actions that leave the screen -----------------------------------------------------------
-    def action_back(self) -> None:
-        self.post_message(GoBack())
-
-    def _request(self):
-        from kernelscope.ui.capture_request import CaptureRequest
-
-        if self.request is not None:
-            return self.request
-        return CaptureRequest.from_bundle_target(self.bundle.target, self.bundle.options)
-
-    def action_recompile_form(self) -> None:
-        req = self._request()
-        if req is None:
-            self.notify("this bundle came from a log, not a target; there is nothing to recompile",
-                        severity="warning")
-            return
-        self.post_message(RecompileRequested(req, previous=self.bundle, ask=True))
-
-    def action_recapture(self) -> None:
-        req = self._request()
-        if req is None:
-            self.notify("this bundle came from a log, not a target; there is nothing to recapture", severity="warning")
-            return
-        self.post_message(RecompileRequested(req, previous=self.bundle, ask=False))
-
-    def action_edit(self) -> None:
-        req = self._request()
-        if req is None:
-            self.notify("this bundle came from a log, not a target; there is no function to edit", severity="warning")
-            return
-        self.post_message(EditRequested(req, previous=self.bundle))
-
-    def action_pipeline(self) -> None:
-        from kernelscope.ui.screens.tools import PipelineScreen
-
-        if self.kernel is None or self.kernel.lang != "triton":
-            if not any(k.lang == "triton" for k in self.bundle.kernels):
-                # A CPU capture has C++ kernels only: say how to get Triton stages without a GPU.
-                self.notify("no Triton kernels here (a CPU capture emits C++): capture with a preview device "
-                            "(c, device 'preview sm_90') or `kernelscope capture TARGET --preview sm_90` for the "
-                            "Triton stages a GPU would get", severity="warning", timeout=6, markup=False)
-                return
-            self.notify("select a Triton kernel to step through its pipeline", severity="warning")
-            return
-        self.app.push_screen(PipelineScreen(self.bundle, self.kernel))
-
-    def action_bench(self) -> None:
-        from kernelscope.ui.screens.tools import BenchScreen
-
-        self.app.push_screen(BenchScreen(self.bundle))
-
-    def action_diff(self) -> None:
-        from kernelscope.ui.screens.tools import DiffScreen
-
-        if self.previous is None:
-            self.notify("no earlier capture to compare with: recompile (c) or edit (e) first", severity="warning")
-            return
-        self.app.push_screen(DiffScreen(self.previous, self.bundle))

@@ -1,4 +1,4 @@
-"""Full-screen hosts for the widgets other parts of kernelscope provide: Triton pipeline, bench, diff.
+"""Full-screen hosts for the widgets other parts of kernelscope provide: Triton pipeline, bench, diff, the job.
 
 Each widget is imported when its screen opens; when it is not installed the screen says so in one
 line (and the diff falls back to the text diff of ``kernelscope diff``).
@@ -115,3 +115,51 @@ class DiffScreen(ToolScreen):
         view = CodeView(id="diff-text")
         view.set_text(render_text(diff_bundles(self.before, self.after)))
         yield view
+
+
+class JobScreen(ToolScreen):
+    """The whole job at a glance (``show --job``): each compile under the line of the user's code that
+    reached it, the ranks side by side; enter on a compile's lines opens its first graph in the explorer
+    (the screen is dismissed with that graph's id)."""
+
+    BINDINGS = [Binding("escape,q", "back", "Back")]
+
+    def __init__(self, bundle: Bundle) -> None:
+        super().__init__()
+        self.bundle = bundle
+        self.title_text = "The job: each compile by the line that reached it (enter: open its graphs)"
+        self.graph_at: dict[int, str] = {}  # line -> the graph enter opens
+
+    def body(self) -> ComposeResult:
+        from kernelscope.bundle.io import read_text
+        from kernelscope.job_view import job_compiles, job_text
+
+        lines = job_text(self.bundle, read_text)
+        _, compiles = job_compiles(self.bundle)
+        first = {jc.compile_id: next(g.id for rc in jc.by_rank.values() for g in rc.graphs) for jc in compiles}
+        current = None
+        for i, line in enumerate(lines):
+            if line.startswith("  compile "):
+                current = first.get(line.split()[1])
+            elif not line.startswith("    "):
+                current = None
+            if current is not None:
+                self.graph_at[i] = current
+        view = CodeView(id="job-text")
+        view.set_text("\n".join(lines) + "\n")
+        yield view
+
+    def on_mount(self) -> None:
+        self.query_one("#job-text", CodeView).focus()
+
+    @on(CodeView.LineActivated, "#job-text")
+    def _open(self, event: CodeView.LineActivated) -> None:
+        event.stop()
+        graph = self.graph_at.get(event.index)
+        if graph is None:
+            self.notify("enter on a compile's lines opens its graphs", severity="warning", timeout=3)
+            return
+        self.dismiss(graph)
+
+    def action_back(self) -> None:
+        self.dismiss(None)
