@@ -57,6 +57,18 @@ def bench(bundle_dir: Path, calls: int = 4) -> None:
 
 
 @pytest.fixture(scope="module")
+def gpt2_older(gpt2_train, tmp_path_factory) -> Path:
+    """The same bundle as a kernelscope that kept no spans wrote it: phase totals only."""
+    out = tmp_path_factory.mktemp("gpt2_older") / "bundle"
+    shutil.copytree(gpt2_train, out)
+    bundle = read_bundle(out)
+    for c in bundle.extra["compile_time"]["compiles"]:
+        c.pop("spans", None)
+    save_manifest(bundle, out)
+    return out
+
+
+@pytest.fixture(scope="module")
 def gpt2_benched(gpt2_train, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gpt2_benched") / "bundle"
     shutil.copytree(gpt2_train, out)
@@ -106,15 +118,16 @@ def test_the_trace_is_json_with_numeric_times_and_says_what_made_it(capsys, gpt2
         assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)), e
         assert e["ts"] >= 0 and e["dur"] >= 0, e
         assert e["name"] and e["cat"] and isinstance(e["pid"], int) and isinstance(e["tid"], int)
-        assert "laid out" in e["args"]["timing"]  # no start time passes for a measured one
+        # no start time passes for a measured one: torch's recorded times, or laid out and saying so
+        assert "laid out" in e["args"]["timing"] or "as torch recorded them" in e["args"]["timing"]
 
 
 # ------------------------------------------------------------------------- compile phases
 
 
-def test_each_compile_id_is_a_track_of_its_phases_with_the_bundles_durations(capsys, gpt2_train, tmp_path):
-    doc = exported(capsys, gpt2_train, tmp_path / "trace.json")
-    compiles = read_bundle(gpt2_train).extra["compile_time"]["compiles"]
+def test_each_compile_id_is_a_track_of_its_phases_with_the_bundles_durations(capsys, gpt2_older, tmp_path):
+    doc = exported(capsys, gpt2_older, tmp_path / "trace.json")
+    compiles = read_bundle(gpt2_older).extra["compile_time"]["compiles"]
     assert [c["compile_id"] for c in compiles] == ["0/0", "1/0", "2/0", "3/0", "4/0"]
     threads = named(doc, "thread_name")
     end = 0.0
@@ -137,12 +150,12 @@ def test_each_compile_id_is_a_track_of_its_phases_with_the_bundles_durations(cap
     assert list(kernels.values()) == sorted(kernels.values(), reverse=True) and len(kernels) == 10
 
 
-def test_one_process_per_rank_named_for_it(capsys, gpt2_train, tmp_path):
-    doc = exported(capsys, gpt2_train, tmp_path / "one.json")
+def test_one_process_per_rank_named_for_it(capsys, gpt2_older, tmp_path):
+    doc = exported(capsys, gpt2_older, tmp_path / "one.json")
     assert named(doc, "process_name") == {(0, 0): "rank 0: compiles"}  # a job with no ranks: rank 0
     assert {e["pid"] for e in timed(doc)} == {0}
     two = tmp_path / "two_ranks"
-    shutil.copytree(gpt2_train, two)
+    shutil.copytree(gpt2_older, two)
     bundle = read_bundle(two)
     bundle.environment["ranks"] = [3]  # `open --rank 3` of a job
     bundle.extra["compile_time"]["compiles"][1]["compile_id"] = "rank5/1/0"  # a bundle holding two ranks
@@ -220,7 +233,7 @@ def test_a_launch_the_bench_did_not_time_is_a_mark_without_a_duration(capsys, ti
 def test_compile_times_without_a_bench_say_so(capsys, gpt2_train, tmp_path):
     out = tmp_path / "t.json"
     rc, err = export(capsys, gpt2_train, out)
-    assert rc == 0 and err.startswith("wrote 41 events (compile phases of 5 frames, no bench) to ")
+    assert rc == 0 and err.startswith("wrote 130 events (compile phases of 5 frames, no bench) to ")
 
 
 # ------------------------------------------------------------------------- refusals
@@ -267,3 +280,33 @@ def test_bad_input_is_one_line_and_status_2(capsys, gpt2_train, tmp_path, case):
                 "no folder": "no such folder for --trace"}[case]
     assert expected in err
     assert not (tmp_path / "trace.json").exists() and (gpt2_train / "bundle.json").read_bytes() == before
+
+
+def test_compiles_are_placed_where_torch_recorded_them_under_torchs_names(capsys, gpt2_train, tmp_path):
+    doc = exported(capsys, gpt2_train, tmp_path / "t.json")
+    compiles = read_bundle(gpt2_train).extra["compile_time"]["compiles"]
+    t0 = min(b for c in compiles for _, b, _ in c["spans"])
+    for c in compiles:
+        [frame] = [e for e in timed(doc, cat="compile") if e["args"]["compile_id"] == c["compile_id"]]
+        spans = timed(doc, cat="compile phase", tid=frame["tid"])
+        assert [(e["name"], e["ts"], e["dur"]) for e in spans] == [
+            (name, round(b - t0, 3), round(e - b, 3)) for name, b, e in c["spans"]]
+        assert all(frame["ts"] <= e["ts"] and e["ts"] + e["dur"] <= frame["ts"] + frame["dur"] + 1e-6 for e in spans)
+    names = {e["name"] for e in timed(doc, cat="compile phase")}
+    assert {"dynamo", "entire_frame_compile", "inductor_compile"} <= names  # as torch names them
+
+
+def test_a_torchrun_jobs_ranks_are_processes_on_one_clock(capsys, tmp_path):
+    from kernelscope.report.opener import open_trace
+
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    for gz in (FIXTURES / "traces" / "ddp_gloo_cpu").glob("*.log.gz"):
+        (trace / gz.name[:-3]).write_bytes(gzip.decompress(gz.read_bytes()))
+    open_trace(trace, tmp_path / "bundle")
+    doc = exported(capsys, tmp_path / "bundle", tmp_path / "t.json")
+    assert named(doc, "process_name") == {(0, 0): "rank 0: compiles", (1, 0): "rank 1: compiles"}
+    frames = {(e["pid"], e["name"].split(" (")[0]) for e in timed(doc, cat="compile")}
+    assert frames == {(0, "compile 0/0 forward"), (1, "compile 0/0 forward"), (1, "compile 1/0 rank_only")}
+    starts = [e["ts"] for e in timed(doc, cat="compile") if e["name"].startswith("compile 0/0")]
+    assert min(starts) == 0 and max(starts) < 5e6  # both ranks started compiling within seconds of each other

@@ -184,7 +184,9 @@ def compile_time_summary(events: list[dict[str, Any]], records: list[Any], bundl
                          "phases": {p: round(per[p], 6) for p in PHASE_ORDER if p in per},
                          "guards": m.get("guards"), "shape_guards": m.get("shape_guards"),
                          "inductor_cache": ", ".join(cache), "fx_cache": m.get("fx_cache", ""),
-                         "fail": m.get("fail", "")})
+                         "fail": m.get("fail", ""),
+                         # torch's own timed events of this compile, as recorded: [name, begin µs, end µs]
+                         "spans": [[x["name"], x["b"], x["e"]] for x in sorted(intervals, key=lambda x: (x["b"], -x["e"]))]})
     kernels = _kernel_rows(infos, autotune_by_kernel, bundle)
     return {"compiles": compiles, "kernels": kernels,
             "phases": {p: round(totals[p], 6) for p in PHASE_ORDER if p in totals},

@@ -85,8 +85,59 @@ def _phase_args(phase: str, seconds: float, total: float, kernels: list[dict[str
     return args
 
 
+SPAN_TIMING = "start and duration as torch recorded them (the trace's chromium_event records), from the job's first"
+
+
+def _spans(c: dict[str, Any]) -> list[tuple[str, float, float]]:
+    spans = c.get("spans")
+    if not isinstance(spans, list):
+        return []
+    return [(str(x[0]), float(x[1]), float(x[2])) for x in spans
+            if isinstance(x, list) and len(x) == 3 and _num(x[1]) is not None and _num(x[2]) is not None
+            and x[2] >= x[1]]
+
+
 def compile_events(bundle: Bundle, out: TraceExport) -> None:
-    """Per rank (pid), one thread per compile id: the compile, its phases nested inside it."""
+    """Per rank (pid), one thread per compile id: the compile, its phases nested inside it. Where the
+    bundle kept torch's own timed events (``spans``), they are placed at the times torch recorded, under
+    torch's names; an older bundle's phase totals are laid out one after another."""
+    data = bundle.extra.get("compile_time") if isinstance(bundle.extra, dict) else None
+    if isinstance(data, dict) and any(_spans(c) for c in data.get("compiles") or [] if isinstance(c, dict)):
+        _recorded_events(bundle, data, out)
+        return
+    _laid_out_events(bundle, out)
+
+
+def _recorded_events(bundle: Bundle, data: dict[str, Any], out: TraceExport) -> None:
+    ranks = bundle.environment.get("ranks") if isinstance(bundle.environment, dict) else None
+    default_rank = ranks[0] if isinstance(ranks, list) and len(ranks) == 1 and isinstance(ranks[0], int) else 0
+    compiles = [c for c in data.get("compiles") or [] if isinstance(c, dict) and _spans(c) and c.get("compile_id")]
+    t0 = min(b for c in compiles for _, b, _ in _spans(c))
+    tids: dict[int, int] = {}
+    for c in compiles:
+        rank, torch_cid = _rank_of(str(c["compile_id"]), default_rank)
+        if rank not in tids:
+            out.events += [_meta("process_name", rank, 0, f"rank {rank}: compiles"),
+                           _meta("process_sort_index", rank, 0, rank)]
+        tid = tids[rank] = tids.get(rank, 0) + 1
+        where = f" ({base_name(str(c['file']))}:{c.get('line')})" if c.get("file") else ""
+        title = f"compile {torch_cid} {c.get('function') or '?'}{where}"
+        out.events += [_meta("thread_name", rank, tid, title), _meta("thread_sort_index", rank, tid, tid)]
+        spans = _spans(c)
+        begin, end = min(b for _, b, _ in spans), max(e for _, _, e in spans)
+        frame_args = {k: c.get(k) for k in ("compile_id", "function", "file", "line", "graphs", "total_s",
+                                            "frame_compile_s", "guards", "shape_guards", "inductor_cache",
+                                            "fx_cache", "fail") if c.get(k) not in (None, "", [])}
+        frame_args["timing"] = SPAN_TIMING
+        out.events.append({"ph": "X", "name": title, "cat": "compile", "pid": rank, "tid": tid,
+                           "ts": round(begin - t0, 3), "dur": round(end - begin, 3), "args": frame_args})
+        for name, b, e in spans:
+            out.events.append({"ph": "X", "name": name, "cat": "compile phase", "pid": rank, "tid": tid,
+                               "ts": round(b - t0, 3), "dur": round(e - b, 3), "args": {"timing": SPAN_TIMING}})
+        out.frames += 1
+
+
+def _laid_out_events(bundle: Bundle, out: TraceExport) -> None:
     data = bundle.extra.get("compile_time") if isinstance(bundle.extra, dict) else None
     if not isinstance(data, dict):
         return
