@@ -115,3 +115,26 @@ def test_the_job_screen_shows_the_ranks_and_enter_opens_a_compiles_graphs(job):
             assert app.screen.kernel is not None and app.screen.kernel.graph == "rank1-1-0-inference"
 
     asyncio.run(run())
+
+
+@pytest.mark.slow
+def test_run_of_torchrun_writes_one_job_bundle_with_every_rank(tmp_path):
+    """`kernelscope run -o OUT -- python -m torch.distributed.run --nproc-per-node 2 ddp.py` (gloo, CPU): the
+    same job as the fixture, run for real; one bundle, both ranks, rank 1's extra compile flagged."""
+    import socket
+    import sys
+
+    shutil.copy(DDP / "ddp.py", tmp_path / "ddp.py")
+    with socket.socket() as s:  # a free port for the job's rendezvous
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = kernelscope_cmd("run", "--no-ui", "-o", str(tmp_path / "out"), "--", sys.executable, "-m",
+                           "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+                           "--master-port", str(port), "ddp.py", cwd=str(tmp_path), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    b = read_bundle(tmp_path / "out")
+    assert b.environment["ranks"] == [0, 1] and len(b.graphs) == 5
+    assert any("ranks 0, 1 side by side" in n for n in b.notes)
+    out = kernelscope_cmd("show", str(tmp_path / "out"), "--job").stdout
+    assert "  compile 1/0  rank_only at ddp.py:19  ⚠ only on rank 1" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.py", "out"]

@@ -1,5 +1,5 @@
 """``kernelscope run -- COMMAND``: any program run in a child with private TORCH_TRACE, Triton and
-Inductor caches, made into a bundle per rank. No torch in this process.
+Inductor caches, made into one bundle (every rank of a job in it). No torch in this process.
 
 The program gets what a capture child sets up for itself (capture/child.py): TORCH_TRACE, the
 caches and a temp folder inside a private work folder, TORCH_LOGS (output code, breaks,

@@ -1,5 +1,5 @@
-"""A finished ``kernelscope run`` made into bundles: its trace logs split by the rank that wrote them, one
-bundle each (``rank<N>/`` under OUT when there are several), each saying why the program stopped
+"""A finished ``kernelscope run`` made into its bundle: the trace logs split by the rank that wrote them, one
+bundle holding every rank (compile ids ``rankN/...``; ``--rank N`` keeps one), saying why the program stopped
 (``target["stopped"]``, its first note) and, where it compiled nothing or failed, why (RunResult's
 message). The trace becomes a bundle on the same path as ``kernelscope open`` (capture.collect).
 """
@@ -34,7 +34,7 @@ class RunResult:
     status: str  # "ok" or "failed" (the program failed, or compiled nothing)
     stopped: str  # why the program stopped: graphs, timeout, interrupted, cancelled, exited
     message: str  # one line: what happened
-    outs: list[Path] = field(default_factory=list)  # one bundle per rank
+    outs: list[Path] = field(default_factory=list)  # the bundle (one: every rank of a job is in it)
     bundles: list[Bundle] = field(default_factory=list)
     rc: int | None = None  # the program's exit status when it ended by itself
     seconds: float = 0.0
@@ -88,16 +88,16 @@ def collect_bundles(run: RunAsked, work: Path, script: str | None, rc: int | Non
     if run.rank is not None:
         by_rank = {run.rank: by_rank[run.rank]}
     env = next((e.get("environment") for e in run.events if e.get("phase") == "environment"), None) or {}
-    if len(by_rank) > 1:
-        run.out.mkdir(parents=True, exist_ok=True)
-        targets = [(r, run.out / f"rank{r}") for r in sorted(by_rank, key=lambda r: -1 if r is None else r)]
+    ranks = sorted(r for r in by_rank if r is not None)
+    if len(by_rank) > 1:  # every rank in one job bundle (compile ids rankN/...: `show --job` compares them)
+        targets = [(None, run.out, [t for r in ranks for t in by_rank[r]])]
     else:
-        targets = [(next(iter(by_rank), None), run.out)]
+        only = next(iter(by_rank), None)
+        targets = [(only, run.out, by_rank.get(only, []))]
     result = RunResult("ok", stopped, why, rc=rc, seconds=seconds)
     moved: list[str] = []
-    for rank, out in targets:
-        bundle = write_bundle(run, work, out, script, by_rank.get(rank, []), rank, sorted(
-            r for r in by_rank if r is not None), env, stopped, why, failed, rc, seconds)
+    for rank, out, traces in targets:
+        bundle = write_bundle(run, work, out, script, traces, rank, ranks, env, stopped, why, failed, rc, seconds)
         if Path(bundle.root) != out:  # the program made OUT itself: the bundle went beside it
             moved.append(f"{out} appeared while the program ran (the program made it?), so the bundle went "
                          f"to {bundle.root}")
@@ -142,8 +142,9 @@ def write_bundle(run: RunAsked, work: Path, out: Path, script: str | None, trace
         elif failed:
             bundle.status, bundle.error, bundle.error_kind = "failed", failed, "program"
         bundle.notes.insert(0, why[:1].upper() + why[1:])
-        if len(ranks) > 1:
-            bundle.notes.append(f"rank {rank} of ranks {', '.join(map(str, ranks))} (one bundle per rank)")
+        if len(ranks) > 1 and rank is None:
+            bundle.notes.append(f"ranks {', '.join(map(str, ranks))} side by side (compile ids rankN/...; "
+                                "`kernelscope show --job` compares them); `kernelscope run --rank N` keeps one")
         if env.get("device") != "cuda":
             bundle.notes.append("Triton stages absent unless the program compiled for a CUDA device")
         if (out.exists() or out.is_symlink()) and not (run.replace and is_bundle_folder(out)):
