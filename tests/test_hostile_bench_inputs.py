@@ -14,7 +14,7 @@ from kernelscope.bench.bundle_plan import PlanError, parse_fx
 from tests.conftest import REPO, kernelscope_cmd
 
 torch = pytest.importorskip("torch")
-from kernelscope.bench import from_bundle  # noqa: E402  (imports torch)
+from kernelscope.bench import bundle_tensors, from_bundle  # noqa: E402  (import torch)
 from kernelscope.bench.step import BenchFailure  # noqa: E402
 
 CPU_FIXTURE = REPO / "tests" / "fixtures" / "cpu" / "add_relu_two_calls"
@@ -40,23 +40,23 @@ def _plan(tmp_path: Path, shape, stride, declared: str = "f32[8, 3][3, 1]cpu", d
 def test_inputs_no_tensor_has_or_no_machine_holds_are_refused_before_allocating(tmp_path, shape, stride, words):
     plan = _plan(tmp_path, shape, stride, declared="f32[s0][s1]cpu")
     with pytest.raises(BenchFailure) as got:
-        from_bundle.check_inputs([plan], "cpu")
+        bundle_tensors.check_inputs([plan], "cpu")
     assert words in got.value.message and "\n" not in got.value.message
 
 
 def test_twelve_gigabytes_on_a_machine_with_eight_free_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(from_bundle, "free_bytes", lambda device: 8 << 30)
+    monkeypatch.setattr(bundle_tensors, "free_bytes", lambda device: 8 << 30)
     with pytest.raises(BenchFailure, match=r"need 12\.0 GB .* free on cpu"):
-        from_bundle.check_inputs([_plan(tmp_path, [3_000_000_000], [1], declared="f32[s0][1]cpu")], "cpu")
-    assert from_bundle.check_inputs([_plan(tmp_path, [8, 3], [3, 1])], "cpu") == 96
+        bundle_tensors.check_inputs([_plan(tmp_path, [3_000_000_000], [1], declared="f32[s0][1]cpu")], "cpu")
+    assert bundle_tensors.check_inputs([_plan(tmp_path, [8, 3], [3, 1])], "cpu") == 96
 
 
 def test_a_stride_the_fx_graph_does_not_declare_is_refused(tmp_path):
     with pytest.raises(BenchFailure, match=r"get_args\(\) makes stride \[0, 1\], but the FX graph declares \[3, 1\]"):
-        from_bundle.check_fx_agrees(_plan(tmp_path, [8, 3], [0, 1]))
-    from_bundle.check_fx_agrees(_plan(tmp_path, [8, 3], [3, 1]))
-    from_bundle.check_fx_agrees(_plan(tmp_path, [8, 3], [0, 1], declared="f32[8, 3][0, 1]cpu"))  # a broadcast input
-    from_bundle.check_fx_agrees(_plan(tmp_path, [8, 3], [3, 1], declared="f32[s0, 3][3, 1]cpu"))
+        bundle_tensors.check_fx_agrees(_plan(tmp_path, [8, 3], [0, 1]))
+    bundle_tensors.check_fx_agrees(_plan(tmp_path, [8, 3], [3, 1]))
+    bundle_tensors.check_fx_agrees(_plan(tmp_path, [8, 3], [0, 1], declared="f32[8, 3][0, 1]cpu"))  # a broadcast input
+    bundle_tensors.check_fx_agrees(_plan(tmp_path, [8, 3], [3, 1], declared="f32[s0, 3][3, 1]cpu"))
 
 
 GRAPH = '''class GraphModule(torch.nn.Module):
