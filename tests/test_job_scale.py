@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -245,3 +246,41 @@ def test_report_of_a_job_summarises_per_graph_and_lists_every_kernel_with_all(jo
     assert sizes[0] >= sizes[-1]
     html = kernelscope_cmd("report", str(bundle), "--format", "html").stdout
     assert "The job, per graph" in html and "Kernels: the 40 moving the most bytes of 960" in html
+
+
+def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(job, tmp_path):
+    """compile_time, fusion and a graph's not-fused pairs shaped otherwise than kernelscope writes them
+    (a string for a list, NaN for a time, a 400-digit count) are left out where they are read."""
+    _, bundle = job
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    m = json.loads((copy / "bundle.json").read_text())
+    m["extra"]["compile_time"]["compiles"] = "x"
+    m["extra"]["fusion"] = ["not", "an", "object"]
+    (copy / "bundle.json").write_text(json.dumps(m))
+    detail_file = copy / m["graphs"][0]["detail"]
+    detail = json.loads(detail_file.read_text())
+    detail["graph"]["fusion_pairs"] = [{"graph": "g", "bytes": 10 ** 400}]
+    detail_file.write_text(json.dumps(detail))
+    b = read_bundle(copy)
+    assert "compile_time" not in b.extra and "fusion" not in b.extra
+    notes = "\n".join(b.notes)
+    assert "the compile-time record in bundle.json is damaged (compile_time.compiles is not a list)" in notes
+    assert "the not-fused pairs' record in bundle.json is damaged (fusion is not an object)" in notes
+    for args in (["show", str(copy), "--compile"], ["show", str(copy), "--fusion"], ["show", str(copy), "--job"],
+                 ["report", str(copy), "--format", "md", "--all"], ["export", str(copy), "--trace", str(tmp_path / "t.json")]):
+        proc = kernelscope_cmd(*args)
+        assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
+    b = read_bundle(copy)
+    assert b.graphs[0].fusion_pairs == [] and any("401-digit number, past any count kernelscope writes; that graph's not-fused pairs are left out" in n for n in b.notes)
+
+
+def test_report_json_is_strict_json(tmp_path):
+    copy = tmp_path / "b"
+    shutil.copytree(REPO / "tests" / "fixtures" / "gpu" / "softmax_bench_cpu", copy)
+    m = json.loads((copy / "bundle.json").read_text())
+    m["extra"]["bench"]["run"]["compile_s"] = float("nan")  # json.dumps writes NaN; strict parsers refuse it
+    (copy / "bundle.json").write_text(json.dumps(m))
+    out = kernelscope_cmd("report", str(copy), "--format", "json").stdout
+    assert "NaN" not in out
+    json.loads(out, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))  # no NaN, Infinity

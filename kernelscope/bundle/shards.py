@@ -226,6 +226,12 @@ class _GraphDetail:
         g = build(Graph, {**data.get("graph", {}), "id": self.graph.id, "compile_id": self.graph.compile_id,
                           "kind": self.graph.kind}, f"{where}: graph")
         graph_part = {f: getattr(g, f) for f in GRAPH_DETAIL}
+        from kernelscope.bundle.sections import pairs_problem
+
+        problem = pairs_problem(graph_part.get("fusion_pairs"), f"{where}: graph.fusion_pairs")
+        if problem:  # the rest of the graph's detail stands
+            graph_part["fusion_pairs"] = []
+            self.bundle.notes.append(f"{problem}; that graph's not-fused pairs are left out")
         kernel_parts: dict[str, Kernel] = {}
         raw = data.get("kernels", {})
         for k in self.kernels:

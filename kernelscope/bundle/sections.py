@@ -1,0 +1,78 @@
+"""The shapes of the manifest's free-form sections (``extra``: compile_time, fusion, bench), one table
+checked where a bundle is read (bundle/io.py) and a graph's not-fused pairs where its detail file is
+(bundle/shards.py). A section shaped otherwise than kernelscope writes it (a string for a list, NaN for a
+time, a missing list) is left out with a note, as if the bundle never had it: nothing downstream (show,
+report, export, the UI) meets it. Numbers in compile_time and fusion are finite. No torch, no textual.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kernelscope.bundle.bench_record import ANY, LIST, NUM, STR, bench_record_problem, shape_problem
+
+_BUFFER = {"name": STR, "shape": LIST, "dtype": STR, "bytes_written": NUM, "bytes_read": NUM, "readers": NUM,
+           "bytes": NUM}
+PAIR = {"graph": STR, "producer": STR, "consumer": STR, "producer_name": STR, "consumer_name": STR,
+        "producer_launch": NUM, "consumer_launch": NUM, "buffers": [_BUFFER], "reason": STR, "scheduler": STR,
+        "decided_by": STR, "transfers": NUM, "bytes": NUM}
+FUSION = {"log": ANY, "pairs": [PAIR], "fusions_logged": NUM, "refusals_logged": NUM, "source": STR,
+          "pairs_in": STR, "pair_count": NUM}
+COMPILE_TIME = {
+    "compiles": [{"compile_id": STR, "graphs": [STR], "function": STR, "file": STR, "line": NUM, "total_s": NUM,
+                  "frame_compile_s": NUM, "phases": {"*": NUM}, "guards": NUM, "shape_guards": NUM,
+                  "inductor_cache": STR, "fx_cache": STR, "fail": STR, "spans": [LIST]}],
+    "kernels": [{"compile_id": STR, "name": STR, "compile_s": NUM, "autotune_cache": STR, "configs": NUM,
+                 "kernel_id": STR, "autotune_s": NUM, "total_s": NUM, "lines": [STR]}],
+    "phases": {"*": NUM}, "total_s": NUM, "source": STR}
+# The lists a reader walks: a section that has the key must give a list there.
+_LISTS = {"compile_time": ("compiles", "kernels"), "fusion": ()}
+SHAPES = {"compile_time": COMPILE_TIME, "fusion": FUSION}
+
+
+def _not_finite(value: Any, where: str) -> str | None:
+    """The first number that is not finite (NaN, an infinity, an integer past a float's range)."""
+    stack = [(value, where)]
+    while stack:
+        v, w = stack.pop()
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"{w} is {v}, not a finite number"
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2 ** 63:
+            return f"{w} is a {len(str(abs(v)))}-digit number, past any count kernelscope writes"
+        if isinstance(v, dict):
+            stack.extend((x, f"{w}.{k}") for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((x, f"{w}[{i}]") for i, x in enumerate(v))
+    return None
+
+
+def section_problem(name: str, value: Any) -> str | None:
+    """What is wrong with ``extra[name]`` for the sections kernelscope reads (None: nothing, or not one)."""
+    if value is None:
+        return None
+    if name == "bench":
+        return bench_record_problem(value)
+    shape = SHAPES.get(name)
+    if shape is None:
+        return None
+    if not isinstance(value, dict):
+        return f"{name} is not an object"
+    for key in _LISTS.get(name, ()):
+        if key in value and not isinstance(value[key], list):
+            return f"{name}.{key} is not a list"
+    if name == "compile_time":
+        for i, c in enumerate(value.get("compiles") or []):
+            for j, span in enumerate(c.get("spans") or [] if isinstance(c, dict) else []):
+                if not (isinstance(span, list) and len(span) == 3 and isinstance(span[0], str)
+                        and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in span[1:])):
+                    return f"compile_time.compiles[{i}].spans[{j}] is not [name, begin, end]"
+    return shape_problem(value, shape, name) or _not_finite(value, name)
+
+
+def pairs_problem(pairs: Any, where: str) -> str | None:
+    """What is wrong with a graph detail file's not-fused pairs (None: nothing)."""
+    return shape_problem(pairs, [PAIR], where) or _not_finite(pairs, where)
+
+
+
