@@ -337,6 +337,13 @@ def c_binary_artifact(b: Path) -> None:
     (b / kernel_rel(b)).write_bytes(b"\x1b[2J\x1b]0;pwned\x07" + bytes(range(256)) * 16)
 
 
+def c_sections(b: Path) -> None:
+    def change(m):
+        m.setdefault("extra", {})["compile_time"] = {"compiles": "x", "phases": [1], "total_s": 1.0}
+        m["extra"]["fusion"] = ["not", "an", "object"]
+    edit(b, change)
+
+
 CORRUPTIONS: list[tuple[str, Callable[[Path], None], int | None, tuple[str, ...]]] = [
     # name, how, expected exit, words the message names
     ("traversal ../", c_traversal, 2, ("secret.txt", "refusing")),
@@ -357,6 +364,7 @@ CORRUPTIONS: list[tuple[str, Callable[[Path], None], int | None, tuple[str, ...]
     ("foreign schema", c_schema, 2, ("kernelscope bundle",)),
     ("control chars + markup in names", c_control_markup, 0, ()),
     ("binary artifact", c_binary_artifact, 0, ()),
+    ("extra sections of the wrong shape", c_sections, 0, ()),
 ]
 
 # the commands every corrupted bundle goes through
@@ -370,6 +378,8 @@ BUNDLE_COMMANDS: list[tuple[str, Callable[[Path], list[str]]]] = [
     ("report json", lambda b: ["report", str(b), "--format", "json"]),
     ("diff", lambda b: ["diff", str(b.parent / "good"), str(b)]),
     ("bench --counts", lambda b: ["bench", str(b), "--counts"]),
+    ("show --compile", lambda b: ["show", str(b), "--compile"]),
+    ("show --fusion", lambda b: ["show", str(b), "--fusion"]),
 ]
 
 # which commands each corruption goes through ("ui": the explorer's load path)
@@ -392,6 +402,7 @@ PLAN: dict[str, tuple[str, ...]] = {
     "foreign schema": ("show", "ui"),
     "control chars + markup in names": ("show", "show --artifact", "report md", "report html", "diff", "ui"),
     "binary artifact": ("show --artifact", "report html", "diff", "ui"),
+    "extra sections of the wrong shape": ("show --compile", "show --fusion", "report md", "report json", "ui"),
 }
 
 
