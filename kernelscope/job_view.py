@@ -179,7 +179,7 @@ def job_text(b: Bundle, read_text=None) -> list[str]:
     width = 26
     by_site: dict[str, list[JobCompile]] = {}
     for jc in compiles:
-        by_site.setdefault(jc.site or "(the compiled function itself)", []).append(jc)
+        by_site.setdefault(jc.site or "(no caller of yours on the stack the trace recorded)", []).append(jc)
     for site, group in by_site.items():
         out += ["", site]
         for jc in group:

@@ -75,3 +75,27 @@ def test_the_call_site_is_the_innermost_user_frame_below_the_compiled_one():
     harness = [{"filename": 5, "line": 90, "name": "run", "loc": "out = fn(*args)"}, {"filename": 1, "line": 3, "name": "f"}]
     _, site = call_site(harness, {**strings, 5: "/opt/kernelscope/capture/session.py"})
     assert (site["file"], site["line"], site["function"]) == ("/home/me/train.py", 3, "f")
+
+
+def test_the_job_view_of_a_recompile_shows_the_failed_guard():
+    """A frame compiled twice (called at two sizes): each compile under the line that called it, the
+    recompile with the guard that failed and both values."""
+    from kernelscope.bundle.model import Bundle, Graph, Kernel, Recompile
+    from kernelscope.job_view import job_text
+
+    b = Bundle(graphs=[Graph(id="0-0-inference", compile_id="0/0", kind="inference", code_name="add_relu",
+                             code_file="/w/add_relu.py", code_line=6,
+                             call_site={"file": "/w/job.py", "line": 7, "code": "f(a, b)", "function": "<module>"}),
+                       Graph(id="0-1-inference", compile_id="0/1", kind="inference", code_name="add_relu",
+                             code_file="/w/add_relu.py", code_line=6,
+                             call_site={"file": "/w/job.py", "line": 8, "code": "f(c, d)", "function": "<module>"})],
+               kernels=[Kernel(id=f"0-{i}-inference/k", graph=f"0-{i}-inference", name="cpp_fused_add_relu_0",
+                               kind="pointwise", lang="cpp", launch_index=0) for i in (0, 1)],
+               recompiles=[Recompile(compile_id="0/1", reason="0/0: tensor 'a' size mismatch at index 0",
+                                     guard={"expected": 65536, "actual": 1000})])
+    text = "\n".join(job_text(b))
+    assert text.startswith("job: 1 compiled frame, 2 compiles, 2 graphs, 2 kernels")
+    assert "job.py:7  f(a, b)\n  compile 0/0  add_relu at add_relu.py:6" in text
+    assert "job.py:8  f(c, d)\n  compile 0/1  add_relu at add_relu.py:6" in text
+    assert ("recompiled because        0/0: tensor 'a' size mismatch at index 0 (expected 65536, actual 1000)"
+            in text)
