@@ -31,14 +31,32 @@ _LISTS = {"compile_time": ("compiles", "kernels"), "fusion": ()}
 SHAPES = {"compile_time": COMPILE_TIME, "fusion": FUSION}
 
 
+_BIG = 2 ** 63
+
+
 def _not_finite(value: Any, where: str) -> str | None:
-    """The first number that is not finite (NaN, an infinity, an integer past a float's range)."""
+    """The first number that is not finite (NaN, an infinity, an integer past a float's range). One tight
+    walk finds out whether there is one; only then is the value walked again to say where."""
+    stack, isfinite = [value], math.isfinite
+    while stack:
+        x = stack.pop()
+        t = type(x)
+        if t is dict:
+            stack.extend(x.values())
+        elif t is list:
+            stack.extend(x)
+        elif (t is float and not isfinite(x)) or (t is int and not -_BIG < x < _BIG):
+            return _where_not_finite(value, where)
+    return None
+
+
+def _where_not_finite(value: Any, where: str) -> str | None:
     stack = [(value, where)]
     while stack:
         v, w = stack.pop()
         if isinstance(v, float) and not math.isfinite(v):
             return f"{w} is {v}, not a finite number"
-        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2 ** 63:
+        if isinstance(v, int) and not isinstance(v, bool) and not -_BIG < v < _BIG:
             return f"{w} is a {len(str(abs(v)))}-digit number, past any count kernelscope writes"
         if isinstance(v, dict):
             stack.extend((x, f"{w}.{k}") for k, x in v.items())
