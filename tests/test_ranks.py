@@ -138,3 +138,11 @@ def test_run_of_torchrun_writes_one_job_bundle_with_every_rank(tmp_path):
     out = kernelscope_cmd("show", str(tmp_path / "out"), "--job").stdout
     assert "  compile 1/0  rank_only at ddp.py:19  ⚠ only on rank 1" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.py", "out"]
+
+
+def test_the_report_has_the_job_with_its_ranks_side_by_side(job):
+    md = kernelscope_cmd("report", str(job), "--format", "md").stdout
+    assert "### Compiles: where each came from, ranks side by side" in md
+    assert "  compile 1/0  rank_only at ddp.py:19  ⚠ only on rank 1" in md
+    html = kernelscope_cmd("report", str(job), "--format", "html").stdout
+    assert "Compiles: where each came from" in html and "only on rank 1" in html

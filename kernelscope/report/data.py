@@ -173,6 +173,11 @@ def report_data(b: Bundle, every_kernel: bool = False) -> dict[str, Any]:
     if job:
         out["job"] = {"kernels_shown": len(shown), "kernels": len(b.kernels), "ranked_by": "bytes moved per call",
                       "text": job_lines(b)}
+    if len({g.compile_id for g in b.graphs}) > 1:  # several compiles or ranks: where each came from, ranks side by side
+        from kernelscope.bundle.io import read_text
+        from kernelscope.job_view import job_text
+
+        out["compiles_text"] = job_text(b, read_text)
     return out
 
 

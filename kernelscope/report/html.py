@@ -121,6 +121,9 @@ def render_html(data: dict[str, Any], bundle: Bundle | None = None, sources: boo
     else:
         out.append("<p>No kernels: Inductor generated no code for this capture.</p>")
 
+    if data.get("compiles_text"):
+        out.append("<h2 id=\"compiles\">Compiles: where each came from</h2><pre>"
+                   + escape("\n".join(data["compiles_text"])) + "</pre>")
     out.append("<h2 id=\"graphs\">Graphs</h2>")
     for g in data["graphs"]:
         where_text = f" {_c(g['function'])} at {_c(g['where'])}" if g["function"] else ""

@@ -154,6 +154,11 @@ def render_markdown(data: dict[str, Any]) -> str:
     else:
         out += ["No kernels: Inductor generated no code for this capture.", ""]
 
+    if data.get("compiles_text"):
+        lines = data["compiles_text"]
+        fence = "`" * max(3, 1 + max((len(r) for x in lines for r in re.findall(r"`+", str(x))), default=0))
+        out += ["### Compiles: where each came from" + (", ranks side by side" if "rank" in lines[0] else ""), "",
+                f"{fence}text", *lines, fence, ""]
     if data["graph_breaks"]:
         out += [f"### Graph breaks ({len(data['graph_breaks'])})", ""]
         for gb in data["graph_breaks"]:
