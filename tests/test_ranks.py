@@ -138,6 +138,33 @@ def test_run_of_torchrun_writes_one_job_bundle_with_every_rank(tmp_path):
     out = kernelscope_cmd("show", str(tmp_path / "out"), "--job").stdout
     assert "  compile 1/0  rank_only at ddp.py:19  ⚠ only on rank 1" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.py", "out"]
+    _source_pane_marks_the_calling_line(tmp_path / "out")
+
+
+def _source_pane_marks_the_calling_line(bundle: Path) -> None:
+    """The script (the run's one file of the user's) in the source pane, `loss = cmodel(x)...` marked »;
+    enter on it follows to the kernels of the graphs compiled from it."""
+    import asyncio
+
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    async def run() -> None:
+        app = make_app(str(bundle))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.screen.query_one("#source", CodeView)
+            assert view.doc.lines[31].strip() == "loss = cmodel(x).pow(2).mean()"
+            assert view.labels(31) == "»32" and view.labels(30) == " 31"
+            view.move_cursor(31)
+            await pilot.press("enter")
+            await pilot.pause()
+            said = [n.message for n in app._notifications]
+            assert any(m.startswith("the graphs compiled from line 32 fed 16 kernels") for m in said), said
+
+    asyncio.run(run())
 
 
 def test_the_report_has_the_job_with_its_ranks_side_by_side(job):

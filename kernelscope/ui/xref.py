@@ -202,6 +202,11 @@ class BundleIndex:
     def _build_source(self) -> SourceText:
         src = self.bundle.source or {}
         entry = self.bundle.source_entry(self._source_file) if self._source_file else None
+        if entry is None and not src.get("path"):  # a run's script: copied among the files, not as a target's
+            entry = self.bundle.source_entry(self.bundle.target.get("file") or "")
+            yours = [e for e in self.source_files() if not e.get("library")]
+            if entry is None and len(yours) == 1:  # `run -- torchrun ... train.py`: the one file of yours
+                entry = yours[0]
         if entry is not None and entry.get("file") != src.get("file"):
             text = self.text(entry["path"])
             lines = text.split("\n")

@@ -28,17 +28,37 @@ class SourcePane(Pane):
         if not src.rows:
             view.set_placeholder("This capture holds no copy of your source and recorded no user lines.")
             return
-        heat = self._heat()
+        heat, sites = self._heat(), self._sites()
         if src.copied:
-            file = self.explorer.index.source_file
-            labels = (lambda i: heat_glyph(heat.get((file, i + 1), 0.0)) + str(i + 1)) if heat else None
+            file = src.file or self.explorer.index.source_file
+            here = {line for f, line in sites if same_file(f, file)}
+            labels = (lambda i: _glyph(heat.get((file, i + 1), 0.0), i + 1 in here) + str(i + 1)) \
+                if heat or here else None
             view.set_document(TextDoc(src.text, python_lexer), cursor=(src.first_line or 1) - 1, labels=labels)
-            self.set_subtitle(base_name(src.file) + ("  (gutter: device time per line)" if heat else ""))
+            self.set_subtitle(base_name(src.file) + ("  (gutter: device time per line)" if heat else "")
+                              + ("  (» a line compiles were called from: enter, its graphs)" if here else ""))
         else:
             rows = src.rows
             view.set_document(TextDoc(src.text, python_lexer), labels=lambda i: (
-                heat_glyph(heat.get((rows[i].file, rows[i].line), 0.0)) if heat else "") + str(rows[i].line))
+                _glyph(heat.get((rows[i].file, rows[i].line), 0.0), _is_site(sites, rows[i].file, rows[i].line))
+                if heat or sites else "") + str(rows[i].line))
             self.set_subtitle(f"{base_name(src.file)}: no copy in bundle; recorded lines only")
+
+    def _sites(self) -> set[tuple[str, int]]:
+        """(file, line) of each line of the user's code a compile was called from (Graph.call_site), for a
+        program kernelscope ran (its script is copied; a captured function is its own call site)."""
+        bundle = self.explorer.bundle
+        if bundle.target.get("origin") not in ("run", "record"):
+            return set()
+        return {(g.call_site["file"], g.call_site.get("line")) for g in bundle.graphs
+                if g.called_elsewhere() and g.call_site.get("line") is not None}
+
+    def _site_kernels(self, file: str, line: int) -> list:
+        """The kernels of the graphs compiled from ``file:line``, in list order."""
+        bundle = self.explorer.bundle
+        graphs = {g.id for g in bundle.graphs if g.called_elsewhere() and g.call_site.get("line") == line
+                  and same_file(str(g.call_site.get("file")), file)}
+        return [k for k in self.explorer.index.kernels_in_order() if k.graph in graphs]
 
     def _heat(self) -> dict[tuple[str, int], float]:
         """(file, line) -> share of the compiled call's device time (a benched bundle), else empty."""
@@ -106,10 +126,16 @@ class SourcePane(Pane):
         event.stop()
         index = self.explorer.index
         kernels = index.kernels_for_source_row(event.index)
+        src = index.source()
+        row = src.rows[event.index] if event.index < len(src.rows) else None
+        what = f"line {row.line}" if row else "this line"
+        if not kernels:  # a line a compile was called from: the kernels of the graphs it compiled
+            file, line = (src.file, event.index + 1) if src.copied else (row.file, row.line) if row else ("", 0)
+            kernels = self._site_kernels(file, line) if file else []
+            what = f"the graphs compiled from line {line}" if kernels else what
         self.post_message(self.Fed({k.id for k in kernels}))
-        row = index.source().rows[event.index] if event.index < len(index.source().rows) else None
         self._say_line_time(event.index)
-        self.post_message(self.Follow(("source", event.index), kernels, f"line {row.line}" if row else "this line"))
+        self.post_message(self.Follow(("source", event.index), kernels, what))
 
     def _say_line_time(self, row_index: int) -> None:
         """Enter on a line with device time (a benched bundle): its kernels with their times."""
@@ -129,6 +155,21 @@ class SourcePane(Pane):
 
 
 HEAT = " ▁▂▃▄▅▆▇█"
+SITE = "»"  # a line compiles were called from (a blank heat cell)
+
+
+def _glyph(share: float, site: bool) -> str:
+    glyph = heat_glyph(share)
+    return SITE if site and glyph == " " else glyph
+
+
+def same_file(a: str, b: str) -> bool:
+    """Two paths of one file (a trace's, a copy's): equal, or the same file name."""
+    return a == b or base_name(a) == base_name(b)
+
+
+def _is_site(sites: set[tuple[str, int]], file: str, line: int) -> bool:
+    return any(line == s_line and same_file(s_file, file) for s_file, s_line in sites)
 
 
 def heat_glyph(share: float) -> str:
