@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.bundle.model import Bundle
-from kernelscope.ingest.tracelog import _PREFIX, _kind_of, envelope_problem
+from kernelscope.ingest.tracelog import _PREFIX, take_envelope
 
 _OPEN_SPOOLS = 48  # spool files kept open at once (a job of thousands of frames reopens the others)
 _TRITON_DEF = b"= async_compile.triton("
@@ -140,18 +140,8 @@ def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: 
             envelope = json.loads(text[m.end():])
         except (ValueError, RecursionError):
             continue
-        out.seen += 1
-        problem = envelope_problem(envelope)
-        if problem:
-            out.malformed += 1
-            out.first_problem = out.first_problem or problem
-            continue
-        kind = _kind_of(envelope)
-        if kind == "str":
-            value = envelope["str"]
-            out.strings[value[1]] = value[0]
-            continue
-        if kind == "":
+        kind = take_envelope(out, envelope)
+        if not kind:
             continue
         rank = envelope.get("rank")
         rank = rank if rank is not None else file_rank

@@ -206,19 +206,29 @@ def _spool_records(text: str) -> Iterator[tuple[dict[str, Any], str]]:
         yield envelope, payload[1:].replace("\n\t", "\n") if payload.startswith("\t") else ""
 
 
+def take_envelope(into: Any, envelope: dict[str, Any]) -> str | None:
+    """Count a record into ``into`` (a TraceLog, or ingest/stream's Spooled: ``seen``, ``malformed``,
+    ``first_problem``, ``strings``) and return its kind; None when nothing more is to be done with it
+    (malformed, or an interned string, kept here)."""
+    into.seen += 1
+    problem = envelope_problem(envelope)
+    if problem:
+        into.malformed += 1
+        into.first_problem = into.first_problem or problem
+        return None
+    kind = _kind_of(envelope)
+    if kind == "str":
+        value = envelope["str"]
+        into.strings[value[1]] = value[0]
+        return None
+    return kind
+
+
 def _collect(log: TraceLog, records: Iterator[tuple[dict[str, Any], str]]) -> None:
     """Each (envelope, payload text) into ``log``: strings interned, chromium events, typed records."""
     for envelope, payload in records:
-        log.seen += 1
-        problem = envelope_problem(envelope)
-        if problem:
-            log.malformed += 1
-            log.first_problem = log.first_problem or problem
-            continue
-        kind = _kind_of(envelope)
-        if kind == "str":
-            value = envelope["str"]
-            log.strings[value[1]] = value[0]
+        kind = take_envelope(log, envelope)
+        if kind is None:
             continue
         if kind == "chromium_event":
             event = _chromium_event(payload)

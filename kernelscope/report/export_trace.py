@@ -108,6 +108,25 @@ def compile_events(bundle: Bundle, out: TraceExport) -> None:
     _laid_out_events(bundle, out)
 
 
+def _compile_track(out: TraceExport, tids: dict[int, int], c: dict[str, Any], default_rank: int,
+                   timing: str) -> tuple[int, int, str, dict[str, Any]]:
+    """A compile's track: its rank's process named (once), a thread of its own named for the compile;
+    (rank, thread, the compile's title, its args)."""
+    rank, torch_cid = _rank_of(str(c["compile_id"]), default_rank)
+    if rank not in tids:
+        out.events += [_meta("process_name", rank, 0, f"rank {rank}: compiles"),
+                       _meta("process_sort_index", rank, 0, rank)]
+    tid = tids[rank] = tids.get(rank, 0) + 1
+    where = f" ({base_name(str(c['file']))}:{c.get('line')})" if c.get("file") else ""
+    title = f"compile {torch_cid} {c.get('function') or '?'}{where}"
+    out.events += [_meta("thread_name", rank, tid, title), _meta("thread_sort_index", rank, tid, tid)]
+    args = {k: c.get(k) for k in ("compile_id", "function", "file", "line", "graphs", "total_s", "frame_compile_s",
+                                  "guards", "shape_guards", "inductor_cache", "fx_cache", "fail")
+            if c.get(k) not in (None, "", [])}
+    args["timing"] = timing
+    return rank, tid, title, args
+
+
 def _recorded_events(bundle: Bundle, data: dict[str, Any], out: TraceExport) -> None:
     ranks = bundle.environment.get("ranks") if isinstance(bundle.environment, dict) else None
     default_rank = ranks[0] if isinstance(ranks, list) and len(ranks) == 1 and isinstance(ranks[0], int) else 0
@@ -115,20 +134,9 @@ def _recorded_events(bundle: Bundle, data: dict[str, Any], out: TraceExport) -> 
     t0 = min(b for c in compiles for _, b, _ in _spans(c))
     tids: dict[int, int] = {}
     for c in compiles:
-        rank, torch_cid = _rank_of(str(c["compile_id"]), default_rank)
-        if rank not in tids:
-            out.events += [_meta("process_name", rank, 0, f"rank {rank}: compiles"),
-                           _meta("process_sort_index", rank, 0, rank)]
-        tid = tids[rank] = tids.get(rank, 0) + 1
-        where = f" ({base_name(str(c['file']))}:{c.get('line')})" if c.get("file") else ""
-        title = f"compile {torch_cid} {c.get('function') or '?'}{where}"
-        out.events += [_meta("thread_name", rank, tid, title), _meta("thread_sort_index", rank, tid, tid)]
+        rank, tid, title, frame_args = _compile_track(out, tids, c, default_rank, SPAN_TIMING)
         spans = _spans(c)
         begin, end = min(b for _, b, _ in spans), max(e for _, _, e in spans)
-        frame_args = {k: c.get(k) for k in ("compile_id", "function", "file", "line", "graphs", "total_s",
-                                            "frame_compile_s", "guards", "shape_guards", "inductor_cache",
-                                            "fx_cache", "fail") if c.get(k) not in (None, "", [])}
-        frame_args["timing"] = SPAN_TIMING
         out.events.append({"ph": "X", "name": title, "cat": "compile", "pid": rank, "tid": tid,
                            "ts": round(begin - t0, 3), "dur": round(end - begin, 3), "args": frame_args})
         for name, b, e in spans:
@@ -151,21 +159,10 @@ def _laid_out_events(bundle: Bundle, out: TraceExport) -> None:
         if total is None or not c.get("compile_id"):
             continue
         cid = str(c["compile_id"])
-        rank, torch_cid = _rank_of(cid, default_rank)
-        if rank not in tids:
-            out.events += [_meta("process_name", rank, 0, f"rank {rank}: compiles"),
-                           _meta("process_sort_index", rank, 0, rank)]
-        tid = tids[rank] = tids.get(rank, 0) + 1
-        where = f" ({base_name(str(c['file']))}:{c.get('line')})" if c.get("file") else ""
-        title = f"compile {torch_cid} {c.get('function') or '?'}{where}"
-        out.events += [_meta("thread_name", rank, tid, title), _meta("thread_sort_index", rank, tid, tid)]
+        rank, tid, title, frame_args = _compile_track(out, tids, c, default_rank, FRAME_TIMING)
         phases = [(str(p), s) for p, s in (c.get("phases") or {}).items() if _num(s) is not None] \
             if isinstance(c.get("phases"), dict) else []
         start = cursor.get(rank, 0.0)
-        frame_args = {k: c.get(k) for k in ("compile_id", "function", "file", "line", "graphs", "total_s",
-                                            "frame_compile_s", "guards", "shape_guards", "inductor_cache",
-                                            "fx_cache", "fail") if c.get(k) not in (None, "", [])}
-        frame_args["timing"] = FRAME_TIMING
         # The phases add up to the compile's total; rounded per phase they may pass it by a µs or two.
         dur = max(_us(total), round(sum(_us(s) for _, s in phases), 3))
         out.events.append({"ph": "X", "name": title, "cat": "compile", "pid": rank, "tid": tid, "ts": start,
