@@ -45,6 +45,7 @@ class RankCompile:
     guards: int | None = None
     fx_digest: dict[str, str] = field(default_factory=dict)  # graph kind -> digest of its post-grad FX text
     collectives: dict[str, int] = field(default_factory=dict)  # op -> count, over its graphs
+    device_us: float | None = None  # after a bench: its launches' device time in one compiled call
 
 
 @dataclass
@@ -69,6 +70,7 @@ def job_compiles(b: Bundle, read_text=None) -> tuple[list[int | None], list[JobC
         kernels_of.setdefault(k.graph, []).append(k)
     timed = {c.get("compile_id"): c for c in (b.extra.get("compile_time") or {}).get("compiles", [])
              if isinstance(c, dict)} if isinstance(b.extra, dict) else {}
+    device = _device_us_by_kernel(b)
     compiles: dict[str, JobCompile] = {}
     ranks: set[int | None] = set()
     for g in b.graphs:
@@ -85,6 +87,9 @@ def job_compiles(b: Bundle, read_text=None) -> tuple[list[int | None], list[JobC
         ks = kernels_of.get(g.id, [])
         rc.kernels += len(ks)
         rc.launches += sum(k.launches for k in ks)
+        launch_us = [device[k.id] for k in ks if k.id in device]
+        if launch_us:
+            rc.device_us = (rc.device_us or 0.0) + sum(launch_us)
         info = timed.get(g.compile_id.split("_", 1)[0]) or timed.get(base if rank is None else f"rank{rank}/{base}")
         if info is not None:
             rc.seconds = info.get("total_s")
@@ -120,6 +125,21 @@ def _cache_text(fx: str, inductor: str) -> str:
     if fx and inductor and fx != inductor:
         return f"FX graph cache {fx}, Inductor {inductor}"
     return f"cache {fx or inductor}" if fx or inductor else ""
+
+
+def _time(us: float) -> str:
+    return f"{us:.1f} µs" if us < 1000 else f"{us / 1000:.2f} ms"
+
+
+def _device_us_by_kernel(b: Bundle) -> dict[str, float]:
+    """After a bench: each kernel's device time in one compiled call (its launches' µs added up)."""
+    bench = b.extra.get("bench") if isinstance(b.extra, dict) else None
+    run = bench.get("run") if isinstance(bench, dict) else None
+    out: dict[str, float] = {}
+    for row in (run.get("per_kernel") or []) if isinstance(run, dict) else []:
+        if isinstance(row, dict) and row.get("kernel_id") and isinstance(row.get("us"), (int, float)):
+            out[row["kernel_id"]] = out.get(row["kernel_id"], 0.0) + float(row["us"])
+    return out
 
 
 def _without_paths(text: str) -> str:
@@ -192,6 +212,8 @@ def job_text(b: Bundle, read_text=None) -> list[str]:
                     ("compile time, cache", lambda rc: (f"{rc.seconds:.2f} s" if rc.seconds is not None else "?")
                      + (f" ({rc.cache})" if rc.cache else "")),
                     ("guards", lambda rc: "?" if rc.guards is None else str(rc.guards))]
+            if any(rc.device_us is not None for rc in jc.by_rank.values()):
+                rows.append(("device time (bench)", lambda rc: "?" if rc.device_us is None else _time(rc.device_us)))
             if any(rc.collectives for rc in jc.by_rank.values()):
                 rows.append(("collectives", lambda rc: ", ".join(f"{n} {op}" for op, n in sorted(rc.collectives.items()))
                              or "none"))

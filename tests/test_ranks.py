@@ -173,3 +173,18 @@ def test_the_report_has_the_job_with_its_ranks_side_by_side(job):
     assert "  compile 1/0  rank_only at ddp.py:19  ⚠ only on rank 1" in md
     html = kernelscope_cmd("report", str(job), "--format", "html").stdout
     assert "Compiles: where each came from" in html and "only on rank 1" in html
+
+
+def test_after_a_bench_the_job_view_gives_each_compiles_device_time(tmp_path):
+    """tiny_gpt with a bench record stored as bench/record.py stores it (from a made-up profile,
+    tests/test_export_trace.bench): each compile's launches' device time in one compiled call."""
+    from tests.test_export_trace import bench
+
+    copy = tmp_path / "tiny_gpt"
+    shutil.copytree(REPO / "tests" / "fixtures" / "gpu" / "tiny_gpt", copy)
+    bench(copy)
+    rows = read_bundle(copy).extra["bench"]["run"]["per_kernel"]
+    out = kernelscope_cmd("show", str(copy), "--job").stdout
+    total = sum(r["us"] for r in rows)
+    shown = f"{total:.1f} µs" if total < 1000 else f"{total / 1000:.2f} ms"
+    assert f"device time (bench)       {shown}" in out, out
