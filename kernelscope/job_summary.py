@@ -34,13 +34,17 @@ def job_lines(b: Bundle) -> list[str]:
     by_graph: dict[str, list[Kernel]] = {}
     for k in b.kernels:
         by_graph.setdefault(k.graph, []).append(k)
-    frames = {g.compile_id.split("/")[0] if "/" in g.compile_id else g.compile_id for g in b.graphs}
+    ranks = {g.compile_id.split("/", 1)[0] for g in b.graphs if g.compile_id.startswith("rank")}
+    # A frame is a rank's frame id: rank0/1/0 and rank1/1/0 are two (compile ids rankN/frame/compile).
+    frames = {g.compile_id.rsplit("/", 1)[0] if g.compile_id.startswith("rank") else g.compile_id.split("/")[0]
+              for g in b.graphs}
     kinds = Counter(g.kind for g in b.graphs)
     launches = sum(k.launches for k in b.kernels)
     sizes = [moved(k) for k in b.kernels]
     total = sum(s for s in sizes if s is not None)
     unknown = sum(1 for s in sizes if s is None)
-    out = [f"job: {plural(len(frames), 'compiled frame')}, {plural(len(b.graphs), 'graph')} "
+    out = [f"job: {plural(len(ranks), 'rank') + ', ' if len(ranks) > 1 else ''}"
+           f"{plural(len(frames), 'compiled frame')}, {plural(len(b.graphs), 'graph')} "
            f"({', '.join(f'{n} {kind}' for kind, n in kinds.items())}), {plural(len(b.kernels), 'kernel')}, "
            f"{plural(launches, 'launch', 'launches')}, {fmt_bytes(total)} moved per call of every graph"
            + (f" (+{plural(unknown, 'kernel')} of symbolic size)" if unknown else "")]

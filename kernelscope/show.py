@@ -291,7 +291,8 @@ def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False
     out.append(f"can: {'; '.join(origin_actions(t))}")
     opts = b.options
     if opts:
-        flags = [f"mode={opts.get('mode') or 'default'}", f"device={opts.get('device')}"]
+        # A run's device is what its program chose (unknown when it compiled nothing for CUDA): not 'None'.
+        flags = [f"mode={opts.get('mode') or 'default'}"] + ([f"device={opts['device']}"] if opts.get("device") else [])
         flags += [k for k in ("dynamic", "fullgraph", "backward") if opts.get(k)]
         if run_state(opts):
             flags.append(run_state(opts))
@@ -308,7 +309,8 @@ def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False
     if b.timings:
         out.append("timings: " + ", ".join(f"{k} {v:.2f} s" for k, v in b.timings.items()))
     out.append("")
-    if whole is False or (whole is None and is_job(b)):
+    # A job, or any program's run (a real script's guards and kernels read as a wall): the summary first.
+    if whole is False or (whole is None and (is_job(b) or b.target.get("origin") == "run")):
         out += job_lines(b)
         if b.notes:
             out.append("")

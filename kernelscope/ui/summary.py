@@ -194,7 +194,7 @@ def capture_info(b: Bundle) -> str:
         out.append(f"inputs      {', '.join(t['inputs'])}")
     out.append(f"status      {b.status}" + (f": {b.error}" if b.error else ""))
     if b.options:
-        out.append("options     " + ", ".join(f"{k}={v}" for k, v in b.options.items()))
+        out.append("options     " + ", ".join(f"{k}={v}" for k, v in b.options.items() if v is not None))
     if b.timings:
         out.append("")
         out.append("── compile time by phase ──")

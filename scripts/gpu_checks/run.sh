@@ -21,8 +21,8 @@ grep -v "^  compile " "$OUT/run.err" | tail -3
 head -1 "$OUT/run.txt"
 echo "left running: $(pgrep -f benchmarks/scripts/train_hf.py | wc -l) process(es)"
 
-echo; echo "== 2. \$ kernelscope show $W/run   (first 45 lines; graph list and where the kernels are)"
-$KS show "$W/run" > "$OUT/show.txt" 2>&1
+echo; echo "== 2. \$ kernelscope show $W/run --all   (first 45 lines; graph list and where the kernels are)"
+$KS show "$W/run" --all > "$OUT/show.txt" 2>&1
 head -45 "$OUT/show.txt"
 echo "...  Triton kernels: $(grep -c '^    triton_' "$OUT/show.txt"); kernels on train_hf.py lines: $(grep -c 'line train_hf.py' "$OUT/show.txt"); on library lines: $(grep -c 'library transformers/' "$OUT/show.txt")"
 
