@@ -16,7 +16,8 @@ from kernelscope.bundle.io import (
 )
 from kernelscope.bundle.model import Bundle
 from kernelscope.bundle.shards import from_index
-from kernelscope.ingest.build import annotate_from_stderr, triton_cache_entries
+from kernelscope.ingest.build import triton_cache_entries
+from kernelscope.ingest.stderr_tables import annotate_from_stderr
 from kernelscope.ingest.stream import FrameJob, build_frames, merge_frames, spool_trace
 from kernelscope.ingest.tracelog import _RANK_IN_NAME, trace_files
 from kernelscope.safefile import why as why_not
