@@ -148,9 +148,9 @@ def test_the_watchdog_ends_a_process_whose_main_thread_swallowed_the_unwind(tmp_
         from kernelscope.capture import lifeline
         lifeline.WATCHDOG_S = 0.5
         lifeline.install_parent_signal_handlers()
-        print("ready", flush=True)
         while True:
-            try:
+            try:  # "ready" inside: a signal that comes right after it lands where it is swallowed
+                print("ready", flush=True)
                 time.sleep(60)
             except KeyboardInterrupt:  # swallowed: only the watchdog ends this process now
                 pass
