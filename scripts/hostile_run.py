@@ -1354,8 +1354,11 @@ def _manifest_edit(change: Callable[[dict], None]) -> Callable[[Path], None]:
     return setup
 
 
-RSS_PROBE = ("import resource, sys\nfrom kernelscope.cli import main\nrc = main(sys.argv[1:])\n"
-             "print(f'peak-rss-kb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\n"
+# The peak of this process's own memory: VmHWM belongs to its address space, made anew at exec; ru_maxrss
+# starts at the forking parent's peak on Linux (a harness grown by other cases reported its own size here).
+RSS_PROBE = ("import re, sys\nfrom kernelscope.cli import main\nrc = main(sys.argv[1:])\n"
+             "hwm = re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1)\n"
+             "print(f'peak-rss-kb {hwm}', file=sys.stderr)\n"
              "sys.exit(rc)\n")
 
 
