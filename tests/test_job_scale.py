@@ -284,3 +284,18 @@ def test_report_json_is_strict_json(tmp_path):
     out = kernelscope_cmd("report", str(copy), "--format", "json").stdout
     assert "NaN" not in out
     json.loads(out, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))  # no NaN, Infinity
+
+
+def test_a_bench_statistic_that_is_nan_is_saved_as_null(tmp_path):
+    """A bench record can hold a NaN (a statistic over no values): the manifest stays strict JSON and the
+    bundle saves (it raised 'Out of range float values are not JSON compliant' on the H100)."""
+    copy = tmp_path / "b"
+    shutil.copytree(REPO / "tests" / "fixtures" / "gpu" / "softmax_bench_cpu", copy)
+    b = read_bundle(copy)
+    b.extra["bench"]["run"]["compile_s"] = float("nan")
+    b.extra["bench"]["run"]["seconds"] = float("inf")
+    save_manifest(b, copy)
+    text = (copy / "bundle.json").read_text()
+    json.loads(text, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+    again = read_bundle(copy).extra["bench"]["run"]
+    assert again["compile_s"] is None and again["seconds"] is None

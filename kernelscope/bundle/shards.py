@@ -14,6 +14,7 @@ bundles reads kernel by kernel.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
@@ -61,15 +62,33 @@ def detail_path(graph_id: str, position: int) -> str:
 
 
 def dumps_lines(data: dict[str, Any]) -> str:
-    """``data`` as JSON, each item of its list sections on a line of its own."""
+    """``data`` as JSON, each item of its list sections on a line of its own; strict JSON (a NaN or an
+    infinity, which a bench's statistics can hold, is written null)."""
     parts = []
     for key, value in data.items():
         if key in _LISTS and isinstance(value, list) and value:
-            items = ",\n".join(json.dumps(item, allow_nan=False) for item in value)
+            items = ",\n".join(_strict(item) for item in value)
             parts.append(f"{json.dumps(key)}: [\n{items}\n]")
         else:
-            parts.append(f"{json.dumps(key)}: {json.dumps(value, allow_nan=False)}")
+            parts.append(f"{json.dumps(key)}: {_strict(value)}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _strict(value: Any) -> str:
+    try:
+        return json.dumps(value, allow_nan=False)  # C speed: almost every value has no NaN in it
+    except ValueError:
+        return json.dumps(_finite(value), allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _line_key(u: UserLine) -> tuple:
