@@ -78,16 +78,17 @@ def _strict(value: Any) -> str:
     try:
         return json.dumps(value, allow_nan=False)  # C speed: almost every value has no NaN in it
     except ValueError:
-        return json.dumps(_finite(value), allow_nan=False)
+        return json.dumps(finite(value), allow_nan=False)
 
 
-def _finite(value: Any) -> Any:
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity made null (strict JSON: jq and JSON.parse refuse them)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [finite(v) for v in value]
     return value
 
 

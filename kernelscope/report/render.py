@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from kernelscope.bundle.io import read_bundle
+from kernelscope.bundle.shards import finite
 
 
 def render(bundle_path: str, fmt: str, sources: bool = True, every_kernel: bool = False) -> str:
@@ -14,7 +15,7 @@ def render(bundle_path: str, fmt: str, sources: bool = True, every_kernel: bool 
     bundle = read_bundle(bundle_path)
     data = report_data(bundle, every_kernel=every_kernel)
     if fmt == "json":  # json.dumps writes every control character as a \u escape; strict JSON: no NaN
-        return json.dumps(_finite(data), indent=1, allow_nan=False) + "\n"
+        return json.dumps(finite(data), indent=1, allow_nan=False) + "\n"
     # A report is printed to a terminal as often as pasted: whatever a bundle or a trace named (a kernel,
     # a compile phase, a function) reaches it without escape sequences, whichever section it is in.
     if fmt == "html":
@@ -25,15 +26,3 @@ def render(bundle_path: str, fmt: str, sources: bool = True, every_kernel: bool 
 
     return printable(render_markdown(data))
 
-
-def _finite(value):
-    """``value`` with every NaN or infinity made null: strict JSON parsers (jq, JSON.parse) refuse them."""
-    import math
-
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
