@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from kernelscope.bundle.model import Bundle, Kernel
+from kernelscope.bundle.no_code import no_code_lines
 from kernelscope.units import base_name, fmt_bytes, plural
 
 # A bundle past either of these reads as a job: its summary comes first, each kernel on request.
@@ -58,6 +59,7 @@ def job_lines(b: Bundle) -> list[str]:
         where = f"{g.code_name} at {base_name(g.code_file)}:{g.code_line}" if g.code_name else ""
         out.append(f"  {g.id:<{width}} {g.kind:<9} {len(ks):>7} {sum(k.launches for k in ks):>8} "
                    f"{fmt_bytes(g_moved):>10}  {where}".rstrip())
+        out += no_code_lines(g, f"  {'':<{width}} ", whole=False)
     if len(b.graphs) > GRAPH_ROWS:
         out.append(f"  … {plural(len(b.graphs) - GRAPH_ROWS, 'more graph')} (`kernelscope show --all` lists every one)")
     sites: dict[str, list] = {}

@@ -14,6 +14,7 @@ from kernelscope.bundle.artifacts import RENDERED_STAGES, STORED_TEXT, stage_ord
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
 from kernelscope.bundle.kernel_match import names_line
 from kernelscope.bundle.model import FX_KINDS, Bundle, run_state, to_dict
+from kernelscope.bundle.no_code import has_output_code, no_code_lines
 from kernelscope.bundle.origin import actions as origin_actions
 from kernelscope.bundle.origin import origin_line
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic
@@ -169,7 +170,7 @@ def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False
                "never run]") if b.preview else ""
     out.append(f"{t.get('spec', '?')}  ({b.root}){preview}{status}")
     out.append(f"made by: {origin_line(t)}")
-    out.append(f"can: {'; '.join(origin_actions(t))}")
+    out.append(f"can: {'; '.join(origin_actions(t, has_output_code(b)))}")
     opts = b.options
     if opts:
         # A run's device is what its program chose (unknown when it compiled nothing for CUDA): not 'None'.
@@ -203,6 +204,7 @@ def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False
         out.append(f"  {g.id:<22} {g.kind:<10} {plural(len(g.kernel_ids), 'kernel')}{where}")
         if g.called_elsewhere():
             out.append(f"  {'':<22} compiled from {g.compiled_from()}")
+        out += no_code_lines(g, f"  {'':<22} ")
     out.append("")
     out.append(f"kernels in launch order ({len(b.kernels)}):")
     for g in b.graphs:

@@ -220,7 +220,7 @@ class Graph(_Lazy):
 
     id: str  # "0-0-forward": frame id, frame compile id, AOT kind
     compile_id: str  # "0/0" as torch prints it
-    kind: str  # "forward", "backward" or "inference"
+    kind: str  # "forward", "backward" or "inference"; "dynamo": a Dynamo graph with no generated code (no_code)
     files: dict[str, str] = field(default_factory=dict)  # FX kind or "output_code" -> path
     kernel_ids: list[str] = field(default_factory=list)  # launch order
     code_name: str = ""  # the Python function Dynamo compiled
@@ -244,6 +244,11 @@ class Graph(_Lazy):
     # The whole stack that reached the compiled frame, outermost first ({file, line, function, code, kind}:
     # kind "user", "library" or "skip" as ingest/fx.frame_kind says).
     call_stack: list[dict[str, Any]] = field(default_factory=list)
+    # A graph with no generated code (kind "dynamo": ingest/frames.py): why it has no kernels, in a line
+    # ("backend aot_eager ...", "compile failed"), and a failed compile's exception {type, message, file,
+    # line, function, code}: the user line it points at.
+    no_code: str = ""
+    failure: dict[str, Any] = field(default_factory=dict)
 
     def compiled_from(self) -> str:
         """``train.py:14  loss = model(x).loss``: where the compile came from ('' when the trace did not say)."""

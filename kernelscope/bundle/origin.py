@@ -58,12 +58,14 @@ def origin_line(target: dict[str, Any]) -> str:
     return f"capture of {name}" + (f" ({target['file']})" if target.get("file") and target.get("name") else "")
 
 
-def actions(target: dict[str, Any]) -> list[str]:
-    """What can be done with a bundle of this origin, as the commands that do it."""
+def actions(target: dict[str, Any], has_code: bool = True) -> list[str]:
+    """What can be done with a bundle of this origin, as the commands that do it; ``has_code``: whether it
+    holds output code to run (a trace of another backend, or of failed compiles only, has none to bench)."""
     origin = origin_of(target)
     if origin == CAPTURE:
         return ["bench (reruns the function)", "capture again with other options", "report", "diff"]
-    done = ["bench (runs the bundle's output code and FX graphs on inputs of the recorded shapes)", "report", "diff"]
+    bench = ["bench (runs the bundle's output code and FX graphs on inputs of the recorded shapes)"] if has_code else []
+    done = [*bench, "report", "diff"]
     if origin == RUN:
         done.append("run the command again (kernelscope run -- ...)")
     return done

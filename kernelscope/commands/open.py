@@ -34,8 +34,11 @@ def run(args: argparse.Namespace) -> int:
     opened = bundle.environment.get("ranks") or []
     rank_text = (f" (rank {opened[0]} of {len(ranks)})" if len(opened) == 1 else f" ({plural(len(opened), 'rank')})") \
         if len(ranks) > 1 else ""
-    print(f"opened {trace}{rank_text}: {plural(len(compile_ids), 'compile id')}, {plural(len(bundle.graphs), 'graph')}, "
-          f"{plural(len(bundle.kernels), 'kernel')} -> {out}", file=sys.stderr)
+    codeless = [g for g in bundle.graphs if g.no_code]
+    failed = sum(1 for g in codeless if g.failure)
+    without = (f" ({len(codeless)} with no generated code" + (f", {failed} failed" if failed else "") + ")") if codeless else ""
+    print(f"opened {trace}{rank_text}: {plural(len(compile_ids), 'compile id')}, {plural(len(bundle.graphs), 'graph')}"
+          f"{without}, {plural(len(bundle.kernels), 'kernel')} -> {out}", file=sys.stderr)
     if args.no_ui:
         from kernelscope.show import summary_text
 

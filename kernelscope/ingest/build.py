@@ -27,6 +27,7 @@ from kernelscope.bundle.model import (
 )
 from kernelscope.ingest import dynamic, fx
 from kernelscope.ingest.dtypes import parse_placeholders
+from kernelscope.ingest.frames import add_codeless_graphs
 from kernelscope.ingest.output_code import kind_of, parse_output_code
 from kernelscope.ingest.records import gather
 from kernelscope.ingest.stderr_tables import annotate_from_stderr
@@ -95,6 +96,16 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     for t in raw.traces:
         strings.update(t.strings)
 
+    def place(graph: Graph, cid: str) -> None:  # the compiled function and where the compile came from
+        start = code_objects.get(cid) or code_objects.get(cid.split("_")[0], {})  # a restarted attempt: 0/0_1
+        frames = start.get("stack") or []
+        if frames:
+            top = frames[-1]
+            graph.code_name = str(top.get("name", ""))
+            graph.code_file = strings.get(top.get("filename"), str(top.get("filename", "")))
+            graph.code_line = top.get("line")
+            graph.call_stack, graph.call_site = call_site(frames, strings)
+
     parts: list[_GraphParts] = []
     seen_ids: set[str] = set()
     per_cid_index: dict[str, int] = {}
@@ -108,14 +119,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
             gid += "-b"
         seen_ids.add(gid)
         graph = Graph(id=gid, compile_id=cid, kind=kind)
-        start = code_objects.get(cid) or code_objects.get(cid.split("_")[0], {})  # a restarted attempt: 0/0_1
-        frames = start.get("stack") or []
-        if frames:
-            top = frames[-1]
-            graph.code_name = str(top.get("name", ""))
-            graph.code_file = strings.get(top.get("filename"), str(top.get("filename", "")))
-            graph.code_line = top.get("line")
-            graph.call_stack, graph.call_site = call_site(frames, strings)
+        place(graph, cid)
         p = _GraphParts(graph=graph, code=code)
         pg = g.post_grad.get(cid, [])
         if i < len(pg):
@@ -141,6 +145,8 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     for p in parts:
         _add_kernels(staging, bundle, p, cache_entries, dynamo_graphs.get(p.graph.compile_id, ""), raw, name_counts)
         bundle.graphs.append(p.graph)
+    # Frames another backend compiled, and compiles that failed: their Dynamo graph, no kernels, and why.
+    bundle.graphs += add_codeless_graphs(staging, g, {cid for cid, _ in codes}, seen_ids, _write, _slug, place)
     if not raw.one_frame:
         annotate_from_stderr(bundle, raw.stderr_text)
     dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings, compile_id, dynamo_graphs)

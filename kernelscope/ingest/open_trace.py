@@ -25,14 +25,15 @@ from kernelscope.safefile import why as why_not
 
 def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, triton_cache: str | os.PathLike | None = None,
                       stderr_log: str | os.PathLike | None = None, replace: bool = False, spec: str | None = None,
-                      notes: tuple[str, ...] = ()) -> Bundle:
-    """Write a bundle at ``out`` from a TORCH_TRACE folder (or one log file), streaming it (ingest/stream.py)."""
+                      notes: tuple[str, ...] = (), logs: list[Path] | None = None) -> Bundle:
+    """Write a bundle at ``out`` from a TORCH_TRACE folder (or one log file), streaming it (ingest/stream.py);
+    ``logs``: the folder's logs to read (default: every ``*.log`` in it)."""
     trace = Path(trace)
     if not trace.exists():
         raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
     check_out(out, replace=replace)  # before the parse: a refused -o costs nothing
     try:
-        logs = trace_files(trace)
+        logs = list(logs) if logs is not None else trace_files(trace)
     except OSError as exc:
         raise BundleError(f"{exc}") from exc
     if not logs:
@@ -93,6 +94,13 @@ def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_c
     for name in spooled.cut_short:
         bundle.notes.append(f"{name} ends inside a line: the log was cut short (its job killed, or still running); "
                             "what it holds up to there is read")
+    if spooled.not_records:
+        bundle.notes.append(f"{spooled.not_records} damaged TORCH_TRACE line(s) left out ({spooled.first_not_record}); "
+                            "the records around them are read")
+    damaged = sum(part.get("damaged_events", 0) for part in parts)
+    if damaged:
+        bundle.notes.append(f"{damaged} chromium event(s) with a damaged payload (not JSON) left out: the compile "
+                            "phase they open or close is not timed")
     if spooled.malformed:
         bundle.notes.append(f"{spooled.malformed} malformed TORCH_TRACE record(s) left out (first: {spooled.first_problem})")
     index = merge_frames(parts, bundle, [spooled.code_order.get(key, []) for key in spooled.frames])
@@ -106,8 +114,8 @@ def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_c
         if fusion:
             bundle.extra["fusion"] = fusion
     if not bundle.graphs:
-        bundle.notes.append("the trace holds no Inductor output code (was the backend inductor?)")
-    if not triton_cache:
+        bundle.notes.append(nothing_compiled(spooled))
+    if not triton_cache and bundle.kernels:
         bundle.notes.append("Triton stages absent: no Triton cache folder was given (--triton-cache)")
     bundle.notes.extend(notes)
     save_manifest(bundle, staging)
@@ -118,3 +126,11 @@ def rank_in_name(log: Path) -> int | None:
     """The rank a log's file name gives (``..._rank_3_...``), else None."""
     m = _RANK_IN_NAME.search(log.name)
     return int(m.group(1)) if m else None
+
+
+def nothing_compiled(spooled) -> str:
+    """What a trace holds when no frame in it was compiled (no Dynamo graph, no output code, no failure)."""
+    if spooled.chromium_events:
+        return (f"the trace holds only Dynamo's timed phases ({spooled.chromium_events} chromium events; `kernelscope "
+                "show --compile` lists where the compile time went): no Dynamo graph, guard or output code was logged")
+    return "the trace holds no compiled frame: no Dynamo graph, no output code and no failed compile was logged"

@@ -32,6 +32,8 @@ class Gathered:
     provenance: dict[str, list[dict]] = field(default_factory=dict)
     stacks: dict[str, list[dict]] = field(default_factory=dict)
     code_objects: dict[str, dict] = field(default_factory=dict)
+    metrics: dict[str, dict] = field(default_factory=dict)  # compile id -> its compilation_metrics
+    errors: dict[str, str] = field(default_factory=dict)  # compile id -> the traceback Dynamo logged (dynamo_error)
 
 
 Handler = Callable[[Gathered, TraceRecord, str], None]  # (gathered, record, compile id)
@@ -79,8 +81,12 @@ def _compilation_metrics(g: Gathered, r: TraceRecord, cid: str) -> None:
     if reason:
         g.bundle.recompiles.append(Recompile(compile_id=cid, reason=str(reason).strip(),
                                              file=metrics.get("co_filename") or "", line=metrics.get("co_firstlineno")))
-    if metrics.get("fail_reason") and not g.bundle.error:
-        g.bundle.notes.append(f"compile {cid} failed: {str(metrics['fail_reason']).splitlines()[0]}")
+    if isinstance(metrics, dict):
+        g.metrics[cid] = metrics  # a failure is told with its graph (ingest/frames.py)
+
+
+def _dynamo_error(g: Gathered, r: TraceRecord, cid: str) -> None:
+    g.errors[cid] = r.payload
 
 
 def default_handlers() -> dict[str, Handler]:
@@ -96,6 +102,7 @@ def default_handlers() -> dict[str, Handler]:
         (("dynamo_start",), _dynamo_start),
         (("artifact:dynamo_graph_break_reason",), _graph_break_record),
         (("compilation_metrics",), _compilation_metrics),
+        (("artifact:dynamo_error",), _dynamo_error),
     ]
     return {kind: handler for kinds, handler in table for kind in kinds}
 

@@ -44,6 +44,9 @@ class Spooled:
     malformed: int = 0
     first_problem: str = ""
     cut_short: list[str] = field(default_factory=list)  # logs that end inside a line (the job killed, or still running)
+    chromium_events: int = 0  # Dynamo's timed phases
+    not_records: int = 0  # lines that start like a record but are not one (a damaged line): left out
+    first_not_record: str = ""
 
 
 class _Spools:
@@ -83,7 +86,7 @@ def spool_trace(logs: list[tuple[Path, int | None]], folder: Path) -> Spooled:
     try:
         for path, file_rank in logs:
             with open_regular(path) as fh:
-                _spool_one(fh, file_rank, spools, out, MAX_LINE_BYTES)
+                _spool_one(fh, file_rank, spools, out, MAX_LINE_BYTES, Path(path).name)
                 if _ends_inside_a_line(fh):
                     out.cut_short.append(Path(path).name)
     finally:
@@ -100,15 +103,17 @@ def _ends_inside_a_line(fh) -> bool:
     return fh.read(1) != b"\n"
 
 
-def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: int) -> None:
+def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: int, log_name: str) -> None:
     target = None  # the spool the current record's payload lines go to
     counting = False  # the current record is an output code: count the Triton kernels it defines
     names: set[bytes] = set()
     held: list[bytes] | None = None  # a chromium event's lines, filed once its payload says its compile
     held_key: tuple = ()
     readline = fh.readline
+    number = 0
     while True:
         line = readline(limit + 1)
+        number += 1
         if not line:
             break
         if len(line) > limit and not line.endswith(b"\n"):
@@ -138,18 +143,21 @@ def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: 
             continue
         try:
             envelope = json.loads(text[m.end():])
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError) as exc:  # a damaged line: said, the rest is read
+            out.not_records += 1
+            out.first_not_record = out.first_not_record or f"{log_name} line {number}: {_what_is_wrong(exc)}"
             continue
         kind = take_envelope(out, envelope)
         if not kind:
             continue
-        rank = envelope.get("rank")
-        rank = rank if rank is not None else file_rank
+        # The file name's rank first: each rank's log is named for it (a copied log keeps its records' rank).
+        rank = file_rank if file_rank is not None else envelope.get("rank")
         if rank is not None:
             out.ranks.add(rank)
         key = (rank, envelope.get("frame_id"))
         line = line if line.endswith(b"\n") else line + b"\n"
         if kind == "chromium_event":
+            out.chromium_events += 1
             held, held_key = [line], key
             continue
         target = spools.get(key)
@@ -166,6 +174,10 @@ def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: 
         _count(out, names)
     if held is not None:
         _file_event(held, held_key, spools)
+
+
+def _what_is_wrong(exc: Exception) -> str:
+    return f"not JSON: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else "nested too deep"
 
 
 _EVENT_FRAME = re.compile(rb'"compile_id":\s*"\D*(\d+)/')
@@ -214,6 +226,8 @@ def build_frame(job: FrameJob) -> dict[str, Any]:
     log = parse_spool_text(Path(job.spool).read_text(encoding="utf-8", errors="replace"))
     log.strings = job.strings
     log.rank = job.rank
+    for record in log.records if job.rank is not None else ():  # the rank the frame was filed under
+        record.rank = job.rank
     raw = RawCapture(traces=[log], stderr_text=job.stderr_text, cache_entries=job.cache_entries,
                      name_counts=job.name_counts, best_configs=job.best_configs, rank_prefix=job.rank_prefix,
                      user_file=job.user_file, one_frame=True)
@@ -225,7 +239,8 @@ def build_frame(job: FrameJob) -> dict[str, Any]:
         path = staging / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(dumps_lines(detail), encoding="utf-8")
-    return {key: index[key] for key in ("graphs", "kernels", "lines", "graph_breaks", "recompiles", "notes", "extra")}
+    part = {key: index[key] for key in ("graphs", "kernels", "lines", "graph_breaks", "recompiles", "notes", "extra")}
+    return {**part, "damaged_events": log.damaged_events}
 
 
 def build_frames(jobs: list[FrameJob], workers: int | None = None) -> list[dict[str, Any]]:

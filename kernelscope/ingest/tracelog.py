@@ -52,6 +52,7 @@ class TraceLog:
     # Dynamo's timed phases (``chromium_event`` payloads: name, ph "B"/"E", ts in µs, args.compile_id),
     # kept apart from records: a big job writes thousands of them (ingest/compile_time.py reads them).
     chromium_events: list[dict[str, Any]] = field(default_factory=list)
+    damaged_events: int = 0  # chromium events whose payload is not JSON (a damaged log): left out
 
     def of(self, kind: str) -> list[TraceRecord]:
         return [r for r in self.records if r.kind == kind]
@@ -130,12 +131,15 @@ def iter_records(lines: Iterator[str]) -> Iterator[tuple[dict[str, Any], list[st
         yield envelope, payload
 
 
+DAMAGED: dict[str, Any] = {}  # a chromium event whose payload is not JSON
+
+
 def _chromium_event(payload: str) -> dict[str, Any] | None:
     """A chromium_event payload with the fields a phase needs (name, ph, a numeric ts), else None."""
     try:
         event = json.loads(payload)
     except (ValueError, RecursionError):
-        return None
+        return DAMAGED
     if not (isinstance(event, dict) and isinstance(event.get("name"), str) and event.get("ph") in ("B", "E", "X")
             and isinstance(event.get("ts"), (int, float)) and not isinstance(event.get("ts"), bool)):
         return None
@@ -232,7 +236,9 @@ def _collect(log: TraceLog, records: Iterator[tuple[dict[str, Any], str]]) -> No
             continue
         if kind == "chromium_event":
             event = _chromium_event(payload)
-            if event is not None:
+            if event is DAMAGED:
+                log.damaged_events += 1
+            elif event is not None:
                 log.chromium_events.append(event)
             continue
         if kind == "":

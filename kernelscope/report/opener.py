@@ -8,9 +8,7 @@ a folder, so opening never writes next to (or over) the user's files.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from kernelscope.bundle.io import BundleError
@@ -52,15 +50,6 @@ def rank_of(log: Path) -> int | None:
     except OSError:
         return None
     return None
-
-
-def logs_by_rank(trace: Path) -> dict[int | None, list[Path]]:
-    from kernelscope.ingest.tracelog import trace_files
-
-    ranks: dict[int | None, list[Path]] = {}
-    for log in trace_files(trace):
-        ranks.setdefault(rank_of(log), []).append(log)
-    return ranks
 
 
 _STAMP = re.compile(r"^[VIWEC](\d{4} \d\d:\d\d:\d\d\.\d+)")
@@ -120,7 +109,14 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
         raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
     if stderr_log is not None and not Path(stderr_log).is_file():
         raise BundleError(f"{stderr_log}: no such stderr log file")
-    ranks = logs_by_rank(trace)
+    from kernelscope.ingest.tracelog import trace_files
+    from kernelscope.report.trace_folder import sort_folder
+
+    try:
+        folder = sort_folder(trace, trace_files(trace), rank)
+    except OSError as exc:
+        raise BundleError(f"{trace}: cannot read the folder ({exc.strerror or exc})") from exc
+    ranks = folder.ranks
     if not ranks:
         raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
     known = sorted(r for r in ranks if r is not None)
@@ -132,24 +128,17 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
     if out is None:
         out = default_out(trace, rank)
         replace = True  # our own cache folder: reopening refreshes it (never a non-bundle folder)
-    with tempfile.TemporaryDirectory(prefix="kernelscope-open-") as tmp:
-        source: Path = trace
-        if len(chosen) == 1:
-            source = chosen[0]
-        elif (rank is not None and len(ranks) > 1) or mixed:  # the logs chosen only: linked into a folder of their own
-            for i, log in enumerate(chosen):
-                os.symlink(log.absolute(), Path(tmp) / f"{i:03d}-{log.name}")
-            source = Path(tmp)
-        notes = ()
-        if len(ranks) > 1 and rank is not None:
-            others = [str(r) for r in known if r != rank]
-            notes = (f"rank {rank} of ranks {', '.join(map(str, known))}; `kernelscope open` without --rank opens "
-                     f"every rank side by side (`show --job`), `--rank N` rank {' or '.join(others) or 'N'}",)
-        elif len(ranks) > 1:
-            notes = (f"ranks {', '.join(map(str, known))} side by side (compile ids rankN/...; `kernelscope show "
-                     "--job` compares them); `kernelscope open --rank N` opens one",)
-        bundle = bundle_from_trace(source, out, triton_cache=triton_cache, stderr_log=stderr_log, replace=replace,
-                                   spec=str(trace), notes=(*mixed, *notes))
+    notes = ()
+    if len(ranks) > 1 and rank is not None:
+        others = [str(r) for r in known if r != rank]
+        notes = (f"rank {rank} of ranks {', '.join(map(str, known))}; `kernelscope open` without --rank opens "
+                 f"every rank side by side (`show --job`), `--rank N` rank {' or '.join(others) or 'N'}",)
+    elif len(ranks) > 1:
+        notes = (f"ranks {', '.join(map(str, known))} side by side (compile ids rankN/...; `kernelscope show "
+                 "--job` compares them); `kernelscope open --rank N` opens one",)
+    # The logs chosen only (a stray file, another job's log or another rank's is never read).
+    bundle = bundle_from_trace(trace, out, triton_cache=triton_cache, stderr_log=stderr_log, replace=replace,
+                               spec=str(trace), notes=(*folder.notes, *mixed, *notes), logs=chosen)
     if rank is None and len(known) > 1:
         compiled = {g.compile_id.split("/", 1)[0] for g in bundle.graphs}
         idle = [r for r in known if f"rank{r}" not in compiled]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 
+from kernelscope.bundle.no_code import no_code_lines
 from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane, python_lexer
 from kernelscope.ui.textdoc import TextDoc
@@ -48,7 +49,8 @@ class OutputPane(Pane):
             if doc is not None:
                 view.set_document(doc)
             else:
-                view.set_placeholder(f"Graph {graph.id} has no output code.")
+                why = "\n".join(no_code_lines(graph, ""))  # another backend's frame, a failed compile: why, whole
+                view.set_placeholder(f"Graph {graph.id} has no output code." + (f"\n\n{why}" if why else ""))
         if view.is_placeholder:
             return
         lines = self.explorer.index.output_lines_for_kernel(k) if k else []

@@ -5,6 +5,7 @@ holds ``bundle``, ``previous``, ``request``, ``kernel`` and ``select``/``select_
 
 from __future__ import annotations
 
+from kernelscope.bundle.no_code import has_output_code
 from kernelscope.ui.messages import EditRequested, GoBack, RecompileRequested
 
 
@@ -16,7 +17,7 @@ class ExplorerActions:
     # Keys that cannot work on this bundle are not offered (the footer and ? read active_bindings, which
     # leaves out an action check_action says False to): recompile, recapture and edit need the target a
     # capture names (a bundle from a log or a run has none), diff an earlier capture or a way to make one,
-    # the job view more than one graph.
+    # the job view more than one graph, bench a function to rerun or output code to run.
     _NEEDS_TARGET = frozenset({"recompile_form", "recapture", "edit"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -26,6 +27,8 @@ class ExplorerActions:
             return self.previous is not None or self._request() is not None
         if action == "job":
             return len(self.bundle.graphs) > 1
+        if action == "bench":  # a capture reruns its function; any other bundle runs its own output code
+            return self._request() is not None or has_output_code(self.bundle)
         return True
 
     def _request(self):
