@@ -165,13 +165,25 @@ def make_input(spec: dict[str, Any], device: str, double: bool = False) -> Any:
     return torch.as_strided(flat, shape, stride)
 
 
-def copy_set(value: Any, double: bool = False) -> Any:
+def copy_set(value: Any, float_as: torch.dtype | None = None) -> Any:
+    """A copy of an input set for one call (the output code may write its inputs, or free them); with
+    ``float_as``, floating tensors in that dtype (the reference run)."""
     if isinstance(value, torch.Tensor):
-        out = value.detach().clone()
-        return out.double() if double and out.is_floating_point() else out
+        dtype = float_as if float_as is not None and value.is_floating_point() else value.dtype
+        return copy_strided(value.detach(), dtype)
     if isinstance(value, list):
-        return [copy_set(v, double) for v in value]
+        return [copy_set(v, float_as) for v in value]
     return value
+
+
+def copy_strided(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``t`` copied with its own size, stride and offset: ``clone()`` makes an expanded or overlapping
+    input (stride 0) contiguous, and the output code's assert_size_stride then refuses it."""
+    if t.is_contiguous() and t.storage_offset() == 0:
+        return t.to(dtype, copy=True)
+    n = t.storage_offset() + storage_elements(list(t.shape), list(t.stride()))
+    flat = torch.as_strided(t, (n,), (1,), 0).to(dtype, copy=True)
+    return torch.as_strided(flat, t.shape, t.stride(), t.storage_offset())
 
 
 def set_bytes(inputs: list[list[Any]]) -> int:

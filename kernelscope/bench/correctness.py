@@ -36,7 +36,7 @@ FALLBACK_TOLERANCES = {"float32": (1e-3, 1e-4), "float64": (1e-7, 1e-9), "float1
 COSINE_MIN = 0.99
 COSINE_NUMEL = 1000  # from this many elements the fallback judges by cosine similarity
 NORM_SLACK = 0.01
-RULE = ("compiled's rmse vs float64 <= {m:g}x eager's + {floor:g} (PyTorch's fp64_ref rule, "
+RULE = ("compiled's rmse vs {ref} <= {m:g}x eager's + {floor:g} (PyTorch's fp64_ref rule, "
         "torch._dynamo.utils.same)")
 
 
@@ -60,7 +60,7 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def _judge_float(what: str, e64: torch.Tensor, c64: torch.Tensor, r64: torch.Tensor | None,
-                 dtype: torch.dtype) -> dict[str, Any]:
+                 dtype: torch.dtype, ref: str = "float64") -> dict[str, Any]:
     """One floating tensor's verdict: {"ok", "rule", "problem", errors} (finite elements only)."""
     tol = TOLERANCES.get(_dtype_name(dtype), 1e-4)
     row: dict[str, Any] = {"what": what, "dtype": _dtype_name(dtype), "numel": e64.numel(), "ok": True,
@@ -72,13 +72,14 @@ def _judge_float(what: str, e64: torch.Tensor, c64: torch.Tensor, r64: torch.Ten
         row["compiled_max_abs"] = _max_abs(c64, r64)
         m = multiplier(dtype, e64.numel())
         row["multiplier"] = m
-        row["rule"] = RULE.format(m=m, floor=tol / 10)
+        row["rule"] = RULE.format(ref=ref, m=m, floor=tol / 10)
         if torch.allclose(c64, e64, rtol=tol, atol=tol):
-            row["rule"] = f"allclose to eager within {tol:g} (then no float64 comparison is needed)"
+            row["rule"] = f"allclose to eager within {tol:g}"
+            row["allclose"] = tol  # passed before the float64 rule was needed; its errors are still shown
             return row
         if not row["compiled_rmse"] <= m * row["eager_rmse"] + tol / 10:
             row["ok"] = False
-            row["problem"] = (f"{what}: compiled's rmse vs float64 {row['compiled_rmse']:.3g} is more than "
+            row["problem"] = (f"{what}: compiled's rmse vs {ref} {row['compiled_rmse']:.3g} is more than "
                               f"{m:g}x eager's {row['eager_rmse']:.3g} + {tol / 10:g}")
         return row
     if e64.numel() >= COSINE_NUMEL and dtype != torch.float64:
@@ -102,13 +103,21 @@ def _judge_float(what: str, e64: torch.Tensor, c64: torch.Tensor, r64: torch.Ten
     return row
 
 
+def _finer(reference: torch.dtype, dtype: torch.dtype) -> bool:
+    """Whether a reference of this dtype is more precise than the tensor judged (float64; float32 for a
+    half-precision tensor)."""
+    return reference == torch.float64 or (reference == torch.float32 and dtype in (torch.float16, torch.bfloat16))
+
+
 def compare(eager: list[torch.Tensor], compiled: list[torch.Tensor], labels: list[str] | None = None, *,
-            reference: list[torch.Tensor] | None = None, no_reference: str = "") -> dict[str, Any]:
+            reference: list[torch.Tensor] | None = None, no_reference: str = "",
+            reference_dtype: str = "float64") -> dict[str, Any]:
     """Compiled against eager, tensor by tensor; ``labels`` name them in the problems ("output 0").
 
     ``reference``: the same tensors from a float64 run (None where there is none; a tensor of
     another dtype counts as none), which decides the verdict by PyTorch's fp64_ref rule;
-    ``no_reference`` says why there is none (printed beside the fallback rule)."""
+    ``no_reference`` says why there is none (printed beside the fallback rule); ``reference_dtype``
+    names the reference run's dtype (float32 for a half-precision graph that does not run in float64)."""
     out: dict[str, Any] = {"tensors": len(eager), "max_abs_err": 0.0, "max_rel_err": 0.0, "nan_eager": 0,
                            "nan_compiled": 0, "ok": True, "problems": [], "per_tensor": []}
     if len(eager) != len(compiled):
@@ -127,7 +136,8 @@ def compare(eager: list[torch.Tensor], compiled: list[torch.Tensor], labels: lis
         # On the tensors' own device: a model's logits (100M elements) would take seconds on the host.
         e64, c64 = e.detach().double(), c.detach().to(e.device).double()
         r = reference[i] if reference is not None else None
-        r64 = r.detach().to(e.device) if r is not None and r.dtype == torch.float64 and r.shape == e.shape else None
+        r64 = (r.detach().to(e.device).double() if r is not None and _finer(r.dtype, e.dtype) and r.shape == e.shape
+               else None)
         ne, nc = torch.isnan(e64), torch.isnan(c64)
         out["nan_eager"] += int(ne.sum())
         out["nan_compiled"] += int(nc.sum())
@@ -150,7 +160,7 @@ def compare(eager: list[torch.Tensor], compiled: list[torch.Tensor], labels: lis
         out["max_rel_err"] = max(out["max_rel_err"], max_abs / top if top > 0 else 0.0)
         if e.is_floating_point() or e.is_complex():
             rf = None if r64 is None else r64 if whole else r64[finite]
-            row = _judge_float(what, ef, cf, rf, e.dtype)
+            row = _judge_float(what, ef, cf, rf, e.dtype, reference_dtype)
             with_ref += r64 is not None
             out["per_tensor"].append(row)
             if not row["ok"]:
@@ -159,28 +169,37 @@ def compare(eager: list[torch.Tensor], compiled: list[torch.Tensor], labels: lis
         elif max_abs != 0:
             out["ok"] = False
             out["problems"].append(f"{what}: integer results differ")
-    out.update(_summary(out["per_tensor"], with_ref, no_reference))
+    out.update(_summary(out["per_tensor"], with_ref, no_reference, reference_dtype))
     out["max_abs_err"] = float(f"{out['max_abs_err']:.3g}")
     out["max_rel_err"] = float(f"{out['max_rel_err']:.3g}")
     out["rel_err_is"] = "max |compiled - eager| / max |eager|, per tensor"
     return out
 
 
-def _summary(rows: list[dict[str, Any]], with_ref: int, no_reference: str) -> dict[str, Any]:
-    """The verdict's headline: both errors against float64 (the worst tensor, by compiled's rmse over
-    eager's) and the rule that decided, or the fallback and why."""
-    out: dict[str, Any] = {"reference": "float64" if with_ref else "none", "no_reference": no_reference}
+def _summary(rows: list[dict[str, Any]], with_ref: int, no_reference: str,
+             reference_dtype: str = "float64") -> dict[str, Any]:
+    """The verdict's headline: both errors against the reference (the worst tensor: a failing one, else
+    one the rmse rule decided, by compiled's rmse over eager's) and the rule that decided, or the
+    fallback and why; how many tensors passed by allclose to eager and how many by the rmse rule."""
+    out: dict[str, Any] = {"reference": reference_dtype if with_ref else "none", "no_reference": no_reference}
     judged = [r for r in rows if "compiled_rmse" in r]
     if judged:
-        worst = max(judged, key=lambda r: (r["compiled_rmse"] + 1e-30) / (r["eager_rmse"] + 1e-30))
+        by_rmse = [r for r in judged if "allclose" not in r]
+        pool = [r for r in judged if not r["ok"]] or by_rmse
+        worst = (max(pool, key=lambda r: (r["compiled_rmse"] + 1e-30) / (r["eager_rmse"] + 1e-30)) if pool
+                 else max(judged, key=lambda r: r["compiled_rmse"]))  # all allclose: the furthest from float64
         out["worst"] = worst["what"]
         for key in ("eager_rmse", "compiled_rmse", "eager_max_abs", "compiled_max_abs"):
             out[key] = float(f"{worst[key]:.3g}")
         out["rule"] = worst["rule"]
+        out["within_allclose"] = len(judged) - len(by_rmse)
+        out["by_rmse_rule"] = len(by_rmse)
+        if not by_rmse:
+            out["allclose_tol"] = worst["allclose"]
     elif rows:
         out["rule"] = rows[0]["rule"]
     if with_ref and with_ref < len(rows):
-        out["no_reference"] = no_reference or f"{len(rows) - with_ref} tensors have no float64 counterpart"
+        out["no_reference"] = no_reference or f"{len(rows) - with_ref} tensors have no {reference_dtype} counterpart"
     return out
 
 

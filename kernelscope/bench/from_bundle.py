@@ -5,7 +5,8 @@ checked and made in bench/bundle_tensors.py).
 
 One call is every planned graph in the bundle's order, as a training step runs them: a backward
 graph takes the saved activations its forward graph returned in the same call. The call goes
-through the function bench's timing, profiling and correctness code unchanged.
+through the function bench's timing and profiling code unchanged; its correctness is judged graph by
+graph (bench/bundle_correctness.py).
 
 The FX graph was checked by the planner (plain ATen calls on its own names) and is exec'd with only
 ``torch`` in scope; the output code is imported as Inductor wrote it. Both are code whoever made
@@ -27,9 +28,9 @@ from typing import Any
 import torch
 
 from kernelscope.bench import torch_private
+from kernelscope.bench.bundle_correctness import correctness
 from kernelscope.bench.bundle_plan import record_part
 from kernelscope.bench.bundle_tensors import check_fx_agrees, check_inputs, copy_set, make_input, set_bytes
-from kernelscope.bench.correctness import compare
 from kernelscope.bench.printed_fx import fx_source
 from kernelscope.bench.profiling import profiled
 from kernelscope.bench.step import BenchFailure, rotated
@@ -53,6 +54,7 @@ class GraphRun:
         self.module = _import_output_code(Path(plan["output_code"]), work, index, self.id)
         self.call = self.module.call
         self.graph_module = _fx_module(Path(plan["eager_fx"]), self.id)
+        self._as: dict[torch.dtype, torch.nn.Module] = {}
         self._kernels = {n: getattr(self.module, n) for n in dir(self.module)
                          if n.startswith("cpp_") and callable(getattr(self.module, n))}
 
@@ -61,6 +63,13 @@ class GraphRun:
 
     def eager(self, args: list) -> Any:
         return self.graph_module(*args)
+
+    def eager_as(self, dtype: torch.dtype) -> torch.nn.Module:
+        """The FX graph with every float dtype it names read as ``dtype`` (the reference run: a bf16
+        graph's casts and constants in float64 too, where only its inputs were, mm got mixed dtypes)."""
+        if dtype not in self._as:
+            self._as[dtype] = _fx_module(Path(self.plan["eager_fx"]), self.id, float_as=dtype)
+        return self._as[dtype]
 
     def name_cpp_kernels(self, on: bool) -> None:
         """On the CPU, the output code's C++ kernels carry no profiler record of their own (Inductor adds
@@ -96,22 +105,26 @@ def _import_output_code(path: Path, work: Path, index: int, graph: str):
     return module
 
 
-def fx_torch() -> SimpleNamespace:
+def fx_torch(float_as: torch.dtype | None = None) -> SimpleNamespace:
     """What a printed graph may reach as ``torch``: ATen and prims ops, nn.Module (its class's base), and
     the dtypes, layouts and memory formats its arguments name; nothing else of torch (torch.save, torch.load,
-    torch.hub) exists for it, whatever the planner's check let through."""
+    torch.hub) exists for it, whatever the planner's check let through. With ``float_as``, the 16- and
+    32-bit float dtypes are that one."""
     constants = {name: value for name in dir(torch) if not name.startswith("_")
                  for value in [getattr(torch, name, None)]
                  if isinstance(value, (torch.dtype, torch.layout, torch.memory_format))}
+    if float_as is not None:
+        constants.update({name: float_as for name, value in constants.items()
+                          if value in (torch.float16, torch.bfloat16, torch.float32)})
     return SimpleNamespace(ops=SimpleNamespace(aten=torch.ops.aten, prims=torch.ops.prims),
                            nn=SimpleNamespace(Module=torch.nn.Module), **constants)
 
 
-def _fx_module(path: Path, graph: str) -> torch.nn.Module:
+def _fx_module(path: Path, graph: str, float_as: torch.dtype | None = None) -> torch.nn.Module:
     """The printed GraphModule, exec'd with only torch (and the names FX prints: device, inf, nan)."""
     text = fx_source(path.read_text(encoding="utf-8"))
     torch_private.register_inductor_prims()
-    scope: dict[str, Any] = {"__name__": f"kernelscope_fx_{graph}", "torch": fx_torch(), "device": torch.device,
+    scope: dict[str, Any] = {"__name__": f"kernelscope_fx_{graph}", "torch": fx_torch(float_as), "device": torch.device,
                              "inf": math.inf, "nan": math.nan,
                              "__builtins__": {"__build_class__": builtins.__build_class__}}
     try:
@@ -155,51 +168,6 @@ class BundleStep:
 def rotation(graphs: list[GraphRun], device: str, first: list, cache_bytes: int | None) -> tuple[list, dict]:
     """Input sets cycled through so that small inputs are not served from cache (step.rotated)."""
     return rotated(first, set_bytes(first), device, cache_bytes, lambda: make_set(graphs, device))
-
-
-# ---------------------------------------------------------------- correctness
-
-def _tensors(every: list[list[Any]], graphs: list[GraphRun]) -> tuple[list[torch.Tensor], list[str]]:
-    tensors, labels = [], []
-    for g, outs in zip(graphs, every):
-        for i, t in enumerate(outs):
-            if isinstance(t, torch.Tensor):
-                tensors.append(t.detach().clone())
-                labels.append(f"{g.id} output {i}")
-    return tensors, labels
-
-
-def correctness(graphs: list[GraphRun], eager: BundleStep, compiled: BundleStep, device: str) -> dict[str, Any]:
-    seed = int(time.time() * 1000) % (1 << 31)
-    torch.manual_seed(seed)
-    inputs = make_set(graphs, device)
-    e, labels = _tensors(eager(copy_set(inputs)), graphs)
-    c, _ = _tensors(compiled(copy_set(inputs)), graphs)
-    kwargs: dict[str, Any] = {}
-    params = inspect.signature(compare).parameters
-    if "reference" in params:  # a float64 run of the eager graphs decides the verdict (bench/correctness.py)
-        try:
-            ref, _ = _tensors(eager(copy_set(inputs, double=True)), graphs)
-            kwargs["reference"] = ref
-        except Exception as exc:
-            if "no_reference" in params:
-                kwargs["no_reference"] = (f"the FX graphs do not run on float64 copies of the inputs "
-                                          f"({exc.__class__.__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})")
-    verdict = compare(e, c, labels, **kwargs)
-    verdict["seed"] = seed
-    verdict["compared"] = "every graph's outputs (saved activations too), synthetic random inputs"
-    random_ops = sorted({op for g in graphs for op in g.plan.get("random_ops") or []})
-    if random_ops:
-        why = (f"the graphs draw random numbers ({', '.join(random_ops)}): eager and compiled draw different ones, "
-               "so outputs that depend on them differ by design")
-        if not verdict.get("ok"):
-            # A difference that dropout alone explains is no evidence of a wrong kernel: say so instead of
-            # crying MISMATCH (a bundle recorded with dropout off, model.eval(), can be judged).
-            verdict["judged"] = False
-            verdict["not_judged"] = why + "; record the program with dropout off (model.eval()) to judge it"
-        else:
-            verdict.setdefault("problems", []).append(why)
-    return verdict
 
 
 # ---------------------------------------------------------------- the section
@@ -253,7 +221,7 @@ def run_section(request: dict, events) -> dict[str, Any]:
     if vectors:
         result["from_bundle"]["cpu_vectors"] = vectors
     events.emit("correct", "compiled vs eager on fresh synthetic inputs")
-    result["correctness"] = correctness(graphs, eager, compiled, device)
+    result["correctness"] = correctness(graphs, device)
     sets, result["rotation"] = rotation(graphs, device, first, request["facts"].get("l2_bytes"))
     events.emit("timing", "timing eager and compiled calls of the bundle's graphs, alternating")
     result["pinned_cpu"] = pin_to_one_cpu()

@@ -161,9 +161,19 @@ def verdict_line(c: dict[str, Any]) -> str:
     status = "OK" if c.get("ok") else "MISMATCH"
     head = f"correctness {status}: "
     if c.get("compiled_rmse") is not None:
-        return (head + f"vs a float64 run ({c.get('worst')}): compiled rmse {c['compiled_rmse']:.3g} "
-                f"(max abs {c['compiled_max_abs']:.3g}), eager rmse {c['eager_rmse']:.3g} "
-                f"(max abs {c['eager_max_abs']:.3g}); rule: {c.get('rule')}")
+        ref = c.get("reference") if c.get("reference") not in (None, "none") else "float64"
+        errors = (f"compiled rmse {c['compiled_rmse']:.3g} (max abs {c['compiled_max_abs']:.3g}), eager rmse "
+                  f"{c['eager_rmse']:.3g} (max abs {c['eager_max_abs']:.3g})")
+        if c.get("ok") and c.get("allclose_tol") is not None:
+            # Every tensor matched eager closely: that decided, and the float64 errors are what it looked like.
+            n = c.get("within_allclose") or c.get("tensors")
+            return (head + f"compiled matches eager within {c['allclose_tol']:g} (allclose) in all {n} tensors "
+                    f"compared; against a {ref} run the furthest ({c.get('worst')}): {errors}")
+        tail = ""
+        if c.get("within_allclose"):
+            tail = (f"; {c['by_rmse_rule']} tensor{'s' if c['by_rmse_rule'] != 1 else ''} judged by it, "
+                    f"{c['within_allclose']} matched eager within allclose first")
+        return head + f"vs a {ref} run ({c.get('worst')}): {errors}; rule: {c.get('rule')}{tail}"
     if c.get("rule"):
         why = f" ({c['no_reference']})" if c.get("no_reference") else ""
         return (head + f"compiled vs eager: max abs err {c.get('max_abs_err'):.3g}, max rel err "

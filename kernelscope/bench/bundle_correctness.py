@@ -1,0 +1,154 @@
+"""Correctness of a bench of a bundle alone, inside the bench child (imports torch): the bundle's output
+code (compiled) against its FX graphs (eager), judged against the same FX graphs run in float64, like
+with like.
+
+Like with like, because a training step's output code does what its FX graphs do not:
+- a backward's output code reuses its saved activations' buffers in place (AOTAutograd's donated
+  buffers: ``buf3 = relu; del relu  # reuse``), so a forward's outputs are taken as the forward returned
+  them, before the next graph runs, never after the whole call (an fp32 MLP's saved ``relu`` read after
+  its backward: compiled rmse 14 against eager's 4e-07, a false MISMATCH on correct code);
+- an optimizer step writes its parameters and state in place and returns nothing, so each graph's
+  inputs are compared as it left them wherever either side wrote one;
+- each side's backward takes the saved activations its own forward produced (as the program would).
+
+The reference runs the eager graphs on float64 copies of the inputs with the float dtypes the graphs
+hard-code (a ``convert_element_type(x, torch.bfloat16)``, a ``full(..., dtype=torch.float32)``) read as
+float64 too; where that fails (an op without float64) a half-precision bundle gets a float32 reference
+the same way, else the verdict names why there is none.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from kernelscope.bench.bundle_tensors import copy_set, make_input
+from kernelscope.bench.correctness import compare
+
+HALF = (torch.float16, torch.bfloat16)
+
+
+class GraphResults:
+    """What one side's call of every graph left: per graph its outputs as returned and its inputs."""
+
+    def __init__(self) -> None:
+        self.tensors: list[torch.Tensor] = []
+        self.labels: list[str] = []
+        self.inputs: list[list[Any]] = []  # per graph: its own inputs (None for a saved one) as it left them
+        self.before: list[list[Any]] = []  # the same, as they went in
+        self.outputs_per_graph: list[int] = []
+
+
+def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
+    """Every graph in order, ``run(graph, args)`` for each: a backward takes its forward's outputs as that
+    side returned them (its saved activations, which it may reuse in place), and each graph's outputs
+    are copied the moment it returns."""
+    got = GraphResults()
+    outs: dict[str, list[Any]] = {}
+    with torch.no_grad():
+        for g, args in zip(graphs, inputs):
+            full = [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
+                    for s, a in zip(g.inputs, args)]
+            own = [a if s["kind"] != "saved" and isinstance(a, torch.Tensor) else None for s, a in zip(g.inputs, full)]
+            got.before.append([t.detach().clone() if t is not None else None for t in own])
+            result = run(g, full)
+            result = list(result) if isinstance(result, (tuple, list)) else [result]
+            outs[g.id] = result
+            names = g.plan.get("outputs") or []
+            count = 0
+            for i, t in enumerate(result):
+                if isinstance(t, torch.Tensor):
+                    name = names[i] if i < len(names) and names[i] not in ("None", "") else ""
+                    got.tensors.append(t.detach().clone())
+                    got.labels.append(f"{g.id} output {i}" + (f" ({name})" if name else ""))
+                    count += 1
+            got.outputs_per_graph.append(count)
+            got.inputs.append([t.detach().clone() if t is not None else None for t in own])
+    return got
+
+
+def _written(sides: list[GraphResults], graphs: list) -> list[tuple[int, int]]:
+    """(graph, input) of every input either side wrote in place (a saved activation never counts: the
+    backward owns it)."""
+    out = []
+    for gi in range(len(graphs)):
+        for ii in range(len(graphs[gi].inputs)):
+            for side in sides:
+                b, a = side.before[gi][ii], side.inputs[gi][ii]
+                if b is not None and a is not None and b.shape == a.shape and not torch.equal(b, a):
+                    out.append((gi, ii))
+                    break
+    return out
+
+
+def _add_written(got: GraphResults, graphs: list, written: list[tuple[int, int]]) -> GraphResults:
+    for gi, ii in written:
+        t = got.inputs[gi][ii]
+        got.tensors.append(t if t is not None else torch.empty(0))
+        got.labels.append(f"{graphs[gi].id} input {graphs[gi].inputs[ii]['name']} as written in place")
+    return got
+
+
+def _reference(graphs: list, inputs: list[list[Any]], written: list[tuple[int, int]],
+               dtypes: set[torch.dtype]) -> tuple[list[torch.Tensor] | None, str, str]:
+    """The eager graphs in float64 (else float32 for a half-precision bundle): (tensors in the order the
+    comparison lists them, or None; the reference's dtype name; why there is none)."""
+    tries = [torch.float64] + ([torch.float32] if dtypes & set(HALF) else [])
+    why = ""
+    for dtype in tries:
+        try:
+            got = run_graphs(graphs, copy_set(inputs, float_as=dtype), lambda g, a, d=dtype: g.eager_as(d)(*a))
+        except Exception as exc:
+            first = (str(exc).splitlines() or [""])[0][:120]
+            why += ("; " if why else "") + f"the FX graphs do not run in {str(dtype).replace('torch.', '')} " \
+                                           f"({exc.__class__.__name__}: {first})"
+            continue
+        return _add_written(got, graphs, written).tensors, str(dtype).replace("torch.", ""), why
+    return None, "", why
+
+
+def _compared(graphs: list, got: GraphResults, written: list[tuple[int, int]]) -> str:
+    """Which tensors the verdict covers, in words, graph by graph."""
+    wrote = [sum(1 for gi, _ in written if gi == i) for i in range(len(graphs))]
+    parts = []
+    for g, n, w in zip(graphs, got.outputs_per_graph, wrote):
+        what = []
+        if n or not w:
+            what.append(f"{n} " + {"forward": "outputs as it returned them (saved activations too, before the "
+                                              "backward reuses their buffers)",
+                                   "backward": "gradients (from its own side's forward)"}.get(g.plan["kind"], "outputs"))
+        if w:
+            what.append(f"{w} input{'s' if w != 1 else ''} as it wrote them in place")
+        parts.append(f"{g.id}: " + ", ".join(what))
+    return "; ".join(parts) + "; synthetic random inputs"
+
+
+def correctness(graphs: list, device: str) -> dict[str, Any]:
+    seed = int(time.time() * 1000) % (1 << 31)
+    torch.manual_seed(seed)
+    inputs = [[None if s["kind"] == "saved" else make_input(s, device) for s in g.inputs] for g in graphs]
+    eager = run_graphs(graphs, copy_set(inputs), lambda g, a: g.eager(a))
+    compiled = run_graphs(graphs, copy_set(inputs), lambda g, a: g.compiled(a))
+    written = _written([eager, compiled], graphs)
+    _add_written(eager, graphs, written)
+    _add_written(compiled, graphs, written)
+    dtypes = {t.dtype for t in eager.tensors if t.is_floating_point()}
+    reference, ref_dtype, why = _reference(graphs, inputs, written, dtypes)
+    verdict = compare(eager.tensors, compiled.tensors, eager.labels, reference=reference, no_reference=why,
+                      reference_dtype=ref_dtype or "float64")
+    verdict["seed"] = seed
+    verdict["compared"] = _compared(graphs, eager, written)
+    random_ops = sorted({op for g in graphs for op in g.plan.get("random_ops") or []})
+    if random_ops:
+        why = (f"the graphs draw random numbers ({', '.join(random_ops)}): eager and compiled draw different ones, "
+               "so outputs that depend on them differ by design")
+        if not verdict.get("ok"):
+            # A difference that dropout alone explains is no evidence of a wrong kernel: say so instead of
+            # crying MISMATCH (a bundle recorded with dropout off, model.eval(), can be judged).
+            verdict["judged"] = False
+            verdict["not_judged"] = why + "; record the program with dropout off (model.eval()) to judge it"
+        else:
+            verdict.setdefault("problems", []).append(why)
+    return verdict
