@@ -25,7 +25,7 @@ from kernelscope.bundle.model import (
     TritonVariant,
     UserLine,
 )
-from kernelscope.ingest import dynamic, fx
+from kernelscope.ingest import aoti_code, dynamic, export_records, fx
 from kernelscope.ingest.dtypes import parse_placeholders
 from kernelscope.ingest.frames import add_codeless_graphs
 from kernelscope.ingest.output_code import kind_of, parse_output_code
@@ -114,7 +114,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
         per_cid_index[cid] = i + 1
         m = re.search(r"#\s*AOT ID:\s*\['([^']*)'\]", code)
         kind = m.group(1).split("_", 1)[1] if m and "_" in m.group(1) else "inference"
-        gid = _slug(cid, kind)
+        gid = _slug(cid or export_records.AOTI_COMPILE, kind)  # AOTInductor compiles outside any Dynamo frame
         while gid in seen_ids:
             gid += "-b"
         seen_ids.add(gid)
@@ -129,7 +129,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
         if i < len(g.stacks.get(cid, [])):
             p.stack_traces = g.stacks[cid][i]
         base = f"graphs/{gid}"
-        graph.files["output_code"] = _write(staging, f"{base}/output_code.py", code)
+        graph.files["output_code"] = _write(staging, f"{base}/output_code.{'cpp' if aoti_code.is_aoti_code(code) else 'py'}", code)
         if cid in dynamo_graphs:
             graph.files[FX_DYNAMO] = _write(staging, f"{base}/fx_dynamo.txt", dynamo_graphs[cid])
         if cid in g.joint_graphs:
@@ -150,6 +150,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     if not raw.one_frame:
         annotate_from_stderr(bundle, raw.stderr_text)
     dynamic.annotate(bundle, records, raw.stderr_text, raw.user_file, strings, compile_id, dynamo_graphs)
+    bundle.graphs += export_records.exported_graphs(staging, g, seen_ids, _write, lambda st: call_site(st, strings))
     _annotate_compile_and_fusion(staging, raw, bundle, records, compile_id,
                                  {id(t): f"rank{rank_of[id(t)]}/" for t in raw.traces} if multi_rank else {})
     return bundle
@@ -240,7 +241,8 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
     graph = p.graph
     placeholders = parse_placeholders(p.post_grad) if p.post_grad else {}
     try:
-        code = parse_output_code(p.code, placeholders)
+        code = (aoti_code.parse_aoti_code(p.code, p.post_grad) if aoti_code.is_aoti_code(p.code)
+                else parse_output_code(p.code, placeholders))
     except (SyntaxError, ValueError, RecursionError) as exc:  # a damaged log: keep the text, list no kernels
         where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
         bundle.notes.append(f"graph {graph.id}: its output code does not parse as Python{where}; "
@@ -325,7 +327,7 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
         for lines in (k.user_lines, k.library_lines, k.frames):
             lines.sort(key=lambda u: (u.file, u.line))
         if k.lang == "triton" and not k.triton:
-            k.triton = _variants(staging, graph.id, k, cache, raw.best_configs, name_is_unique=name_counts[k.name] == 1)
+            k.triton = _variants(staging, graph.id, k, cache, raw.best_configs, name_is_unique=name_counts.get(k.name, 1) == 1)
             grid = launch_grid(kdef, launch.args, next((v.config for v in k.triton if v.chosen), {}))
             if grid:
                 bundle.extra.setdefault("grids", {})[k.id] = grid

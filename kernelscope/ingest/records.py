@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernelscope.bundle.model import Bundle, GraphBreak, Recompile
+from kernelscope.ingest import export_records
 from kernelscope.ingest.tracelog import TraceRecord
 
 _AOT_KINDS = {"aot_inference_graph": "inference", "aot_forward_graph": "forward", "aot_backward_graph": "backward"}
@@ -32,6 +33,8 @@ class Gathered:
     provenance: dict[str, list[dict]] = field(default_factory=dict)
     stacks: dict[str, list[dict]] = field(default_factory=dict)
     code_objects: dict[str, dict] = field(default_factory=dict)
+    exported: list[str] = field(default_factory=list)  # torch.export's programs (ingest/export_records.py)
+    export_inputs: list[tuple[str, list]] = field(default_factory=list)  # (source, stack) outside any compile
     metrics: dict[str, dict] = field(default_factory=dict)  # compile id -> its compilation_metrics
     errors: dict[str, str] = field(default_factory=dict)  # compile id -> the traceback Dynamo logged (dynamo_error)
 
@@ -104,6 +107,7 @@ def default_handlers() -> dict[str, Handler]:
         (("compilation_metrics",), _compilation_metrics),
         (("artifact:dynamo_error",), _dynamo_error),
     ]
+    table += export_records.HANDLERS  # torch.export and AOTInductor
     return {kind: handler for kinds, handler in table for kind in kinds}
 
 

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 
 from kernelscope.bundle.no_code import no_code_lines
 from kernelscope.ui.lru import Kept
-from kernelscope.ui.panes.base import Pane, python_lexer
+from kernelscope.ui.panes.base import Pane, kernel_lexer, python_lexer
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.units import fmt_bytes
@@ -45,7 +45,8 @@ class OutputPane(Pane):
             doc = self._docs.get(graph.id)
             text = "" if doc is not None else self.explorer.index.graph_text(graph, "output_code")
             if doc is None and text:
-                doc = self._docs[graph.id] = TextDoc(text, python_lexer)
+                cpp = str(graph.files.get("output_code", "")).endswith(".cpp")  # AOTInductor's C++ model
+                doc = self._docs[graph.id] = TextDoc(text, kernel_lexer("cpp") if cpp else python_lexer)
             if doc is not None:
                 view.set_document(doc)
             else:
