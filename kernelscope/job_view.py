@@ -68,7 +68,7 @@ def job_compiles(b: Bundle, read_text=None) -> tuple[list[int | None], list[JobC
     kernels_of: dict[str, list[Kernel]] = {}
     for k in b.kernels:
         kernels_of.setdefault(k.graph, []).append(k)
-    timed = {c.get("compile_id"): c for c in (b.extra.get("compile_time") or {}).get("compiles", [])
+    timed = {c.get("compile_id"): c for c in (b.section("compile_time") or {}).get("compiles", [])
              if isinstance(c, dict)} if isinstance(b.extra, dict) else {}
     device = _device_us_by_kernel(b)
     compiles: dict[str, JobCompile] = {}

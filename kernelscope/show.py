@@ -72,6 +72,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def summary_dict(b: Bundle) -> dict[str, Any]:
     """What `show --json` prints: the manifest plus per-kernel derived counts."""
+    from kernelscope.bundle.shards import load_sides
+
+    load_sides(b)
     data = to_dict(b)
     for k, kd in zip(b.kernels, data["kernels"]):
         kd["bytes_read"] = k.bytes_read

@@ -62,7 +62,7 @@ def gpt2_older(gpt2_train, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gpt2_older") / "bundle"
     shutil.copytree(gpt2_train, out)
     bundle = read_bundle(out)
-    for c in bundle.extra["compile_time"]["compiles"]:
+    for c in bundle.section("compile_time")["compiles"]:
         c.pop("spans", None)
     save_manifest(bundle, out)
     return out
@@ -127,7 +127,7 @@ def test_the_trace_is_json_with_numeric_times_and_says_what_made_it(capsys, gpt2
 
 def test_each_compile_id_is_a_track_of_its_phases_with_the_bundles_durations(capsys, gpt2_older, tmp_path):
     doc = exported(capsys, gpt2_older, tmp_path / "trace.json")
-    compiles = read_bundle(gpt2_older).extra["compile_time"]["compiles"]
+    compiles = read_bundle(gpt2_older).section("compile_time")["compiles"]
     assert [c["compile_id"] for c in compiles] == ["0/0", "1/0", "2/0", "3/0", "4/0"]
     threads = named(doc, "thread_name")
     end = 0.0
@@ -158,7 +158,7 @@ def test_one_process_per_rank_named_for_it(capsys, gpt2_older, tmp_path):
     shutil.copytree(gpt2_older, two)
     bundle = read_bundle(two)
     bundle.environment["ranks"] = [3]  # `open --rank 3` of a job
-    bundle.extra["compile_time"]["compiles"][1]["compile_id"] = "rank5/1/0"  # a bundle holding two ranks
+    bundle.section("compile_time")["compiles"][1]["compile_id"] = "rank5/1/0"  # a bundle holding two ranks
     save_manifest(bundle, two)
     doc = exported(capsys, two, tmp_path / "two.json")
     assert named(doc, "process_name") == {(3, 0): "rank 3: compiles", (5, 0): "rank 5: compiles"}
@@ -284,7 +284,7 @@ def test_bad_input_is_one_line_and_status_2(capsys, gpt2_train, tmp_path, case):
 
 def test_compiles_are_placed_where_torch_recorded_them_under_torchs_names(capsys, gpt2_train, tmp_path):
     doc = exported(capsys, gpt2_train, tmp_path / "t.json")
-    compiles = read_bundle(gpt2_train).extra["compile_time"]["compiles"]
+    compiles = read_bundle(gpt2_train).section("compile_time")["compiles"]
     t0 = min(b for c in compiles for _, b, _ in c["spans"])
     for c in compiles:
         [frame] = [e for e in timed(doc, cat="compile") if e["args"]["compile_id"] == c["compile_id"]]

@@ -186,7 +186,7 @@ def test_show_lines_without_a_bench_says_what_to_run(rbm_capture):
 
 def test_show_compile_phases_add_up_to_the_traced_compile(rbm_capture):
     b = read_bundle(rbm_capture)
-    ct = b.extra["compile_time"]
+    ct = b.section("compile_time")
     assert abs(sum(ct["phases"].values()) - ct["total_s"]) < 1e-3
     (graph,) = ct["compiles"]
     # The trace's frame compile (compilation_metrics) and the timed phases agree; both sit inside the
@@ -203,7 +203,7 @@ def test_show_compile_phases_add_up_to_the_traced_compile(rbm_capture):
 
 def test_compile_time_of_a_gpu_run_names_each_triton_kernels_compile_and_autotune(train_bundle, ref_bundles):
     b = read_bundle(train_bundle)
-    ct = b.extra["compile_time"]
+    ct = b.section("compile_time")
     assert len(ct["compiles"]) == 5 and abs(sum(ct["phases"].values()) - ct["total_s"]) < 1e-3
     kernels = ct["kernels"]
     assert kernels == sorted(kernels, key=lambda k: -k["total_s"])
@@ -211,7 +211,7 @@ def test_compile_time_of_a_gpu_run_names_each_triton_kernels_compile_and_autotun
     text = show(str(train_bundle), "--compile")
     assert "per kernel (Triton compile + autotune, slowest first" in text
     # The reference mlp_train trace (H200): gelu's 0.28 s compile, 2 configs, autotune at its first call.
-    ref = read_bundle(ref_bundles["mlp_train"]).extra["compile_time"]
+    ref = read_bundle(ref_bundles["mlp_train"]).section("compile_time")
     gelu = next(k for k in ref["kernels"] if k["name"] == "triton_poi_fused_gelu_0")
     assert gelu["compile_s"] == pytest.approx(0.284701) and gelu["configs"] == 2
     assert gelu["autotune_s"] == pytest.approx(0.024, abs=0.005)

@@ -80,7 +80,7 @@ def _opened(tmp_path: Path) -> Path:
 def test_a_report_of_forged_compile_phase_function_and_kernel_names_is_clean(tmp_path):
     b = _opened(tmp_path)
     m = json.loads((b / "bundle.json").read_text())
-    ct = m["extra"]["compile_time"]
+    ct = json.loads((b / "sections" / "compile_time.json").read_text())
     c = ct["compiles"][0]
     c["function"] = "fn" + EVIL
     c["phases"] = {("Dynamo" + EVIL + "```"): 1.0, **c["phases"]}
@@ -89,6 +89,7 @@ def test_a_report_of_forged_compile_phase_function_and_kernel_names_is_clean(tmp
                       "configs": 1, "kernel_id": "", "autotune_s": None, "total_s": 1.0, "lines": ["a.py:1" + EVIL]}]
     m["kernels"][0]["name"] = "triton_" + EVIL
     (b / "bundle.json").write_text(json.dumps(m))
+    (b / "sections" / "compile_time.json").write_text(json.dumps(ct))
     for fmt in ("md", "html"):
         proc = kernelscope_cmd("report", str(b), "--format", fmt, timeout=120)
         assert proc.returncode == 0, proc.stderr

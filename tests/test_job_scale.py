@@ -132,7 +132,7 @@ def test_the_index_holds_the_job_and_each_graph_keeps_its_own_pairs(job):
     import json
 
     index = json.loads((bundle / "bundle.json").read_text())
-    assert index["version"] == 2 and len(index["kernels"]) == 960
+    assert index["version"] == 3 and len(index["kernels"]) == 960
     assert all("fx_nodes" in k and isinstance(k["fx_nodes"], int) for k in index["kernels"])
     b = read_bundle(bundle)
     assert not any(g.detail_loaded for g in b.graphs)  # nothing of a graph's detail is read to list the job
@@ -255,7 +255,10 @@ def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(
     copy = tmp_path / "b"
     shutil.copytree(bundle, copy)
     m = json.loads((copy / "bundle.json").read_text())
-    m["extra"]["compile_time"]["compiles"] = "x"
+    side = copy / "sections" / "compile_time.json"
+    compile_time = json.loads(side.read_text())
+    compile_time["compiles"] = "x"
+    side.write_text(json.dumps(compile_time))
     m["extra"]["fusion"] = ["not", "an", "object"]
     (copy / "bundle.json").write_text(json.dumps(m))
     detail_file = copy / m["graphs"][0]["detail"]
@@ -263,9 +266,9 @@ def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(
     detail["graph"]["fusion_pairs"] = [{"graph": "g", "bytes": 10 ** 400}]
     detail_file.write_text(json.dumps(detail))
     b = read_bundle(copy)
-    assert "compile_time" not in b.extra and "fusion" not in b.extra
+    assert b.section("compile_time") is None and "fusion" not in b.extra
     notes = "\n".join(b.notes)
-    assert "the compile-time record in bundle.json is damaged (compile_time.compiles is not a list)" in notes
+    assert "the compile-time record in sections/compile_time.json is damaged (compile_time.compiles is not a list)" in notes
     assert "the not-fused pairs' record in bundle.json is damaged (fusion is not an object)" in notes
     for args in (["show", str(copy), "--compile"], ["show", str(copy), "--fusion"], ["show", str(copy), "--job"],
                  ["report", str(copy), "--format", "md", "--all"], ["export", str(copy), "--trace", str(tmp_path / "t.json")]):
@@ -299,3 +302,72 @@ def test_a_bench_statistic_that_is_nan_is_saved_as_null(tmp_path):
     json.loads(text, parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
     again = read_bundle(copy).extra["bench"]["run"]
     assert again["compile_s"] is None and again["seconds"] is None
+
+
+def test_a_jobs_long_texts_wait_in_side_files_until_asked_for(job, tmp_path):
+    """Format 3: the graph breaks' whole messages and the compile-time rows (most of a job's index by size)
+    live under sections/, read when a view asks; saving a bench record in place leaves them as they are."""
+    _, bundle = job
+    index = json.loads((bundle / "bundle.json").read_text())
+    assert index["sections"] == ["graph_break_details", "compile_time"]
+    assert "compile_time" not in index["extra"] and index["graph_breaks"]
+    assert all("detail" not in gb for gb in index["graph_breaks"])
+    b = read_bundle(bundle)
+    assert b.section_unread("compile_time") and not b.graph_breaks[0].detail_loaded
+    assert b.graph_breaks[0].reason and not b.graph_breaks[0].detail_loaded  # the list reads the index only
+    assert b.graph_breaks[0].detail.startswith("Graph break")
+    assert len(b.section("compile_time")["compiles"]) == 80 and not b.section_unread("compile_time")
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    before = (copy / "sections" / "compile_time.json").stat().st_mtime_ns
+    b = read_bundle(copy)
+    b.extra["bench"] = {"device": "cpu", "method": "test"}
+    save_manifest(b, copy)
+    assert (copy / "sections" / "compile_time.json").stat().st_mtime_ns == before  # never read: not rewritten
+    again = read_bundle(copy)
+    assert again.extra["bench"]["method"] == "test" and len(again.section("compile_time")["compiles"]) == 80
+    assert again.graph_breaks[2].detail == read_bundle(bundle).graph_breaks[2].detail
+
+
+def test_a_format_2_bundle_of_the_last_release_still_opens(job, tmp_path):
+    """The last release wrote format 2: everything but the graphs' detail in bundle.json."""
+    _, bundle = job
+    old = tmp_path / "v2"
+    shutil.copytree(bundle, old)
+    index = json.loads((old / "bundle.json").read_text())
+    index["version"] = 2
+    index["extra"]["compile_time"] = json.loads((old / "sections" / "compile_time.json").read_text())
+    for gb, text in zip(index["graph_breaks"], json.loads((old / "sections" / "graph_break_details.json").read_text())):
+        gb["detail"] = text
+    del index["sections"]
+    shutil.rmtree(old / "sections")
+    (old / "bundle.json").write_text(json.dumps(index))
+    b, new = read_bundle(old), read_bundle(bundle)
+    assert _facts(b) == _facts(new)
+    assert b.section("compile_time") == new.section("compile_time")
+    assert [gb.detail for gb in b.graph_breaks] == [gb.detail for gb in new.graph_breaks]
+    shown = kernelscope_cmd("show", str(old), "--compile")
+    assert shown.returncode == 0 and shown.stdout == kernelscope_cmd("show", str(bundle), "--compile").stdout
+
+
+def test_the_info_pane_shows_a_jobs_compile_time_once_its_side_file_is_read(job):
+    """The first frame does not wait for a job's compile-time rows: the Info pane says it is reading them,
+    then shows them (read in a worker thread)."""
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    _, bundle = job
+
+    async def run() -> list[str]:
+        app = make_app(str(bundle))
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.05)
+                info = app.screen.query_one("#info", CodeView).text
+                if "── where the compile went (trace) ──" in info:
+                    break
+            return info.splitlines()
+
+    lines = asyncio.run(run())
+    assert "── where the compile went (trace) ──" in lines and not any("reading…" in x for x in lines)
+    assert any(x.startswith("Compile time: ") and "s in the trace's timed phases" in x for x in lines)

@@ -40,7 +40,7 @@ def test_open_of_a_torchrun_job_keeps_every_rank_in_one_bundle(job):
                                         "rank1-0-0-backward", "rank1-1-0-inference"]
     assert any("side by side" in n for n in b.notes)
     # Each rank's compile time is its own (torch's phase events name the compile without the rank).
-    times = {c["compile_id"]: c["graphs"] for c in b.extra["compile_time"]["compiles"]}
+    times = {c["compile_id"]: c["graphs"] for c in b.section("compile_time")["compiles"]}
     assert times["rank1/1/0"] == ["rank1-1-0-inference"]
 
 

@@ -176,6 +176,9 @@ def bundle_path(bundle: Bundle, relpath: str) -> Path:
 
 def manifest_text(bundle: Bundle) -> str:
     """The whole bundle as one JSON text (format 1's shape: every detail inline), for ``show --json``."""
+    from kernelscope.bundle.shards import load_sides
+
+    load_sides(bundle)
     return json.dumps(to_dict(bundle), indent=1, sort_keys=False) + "\n"
 
 
@@ -212,7 +215,7 @@ def fresh_path(folder: str | os.PathLike, name: str, suffix: str = "") -> Path:
 
 # The top-level entries a bundle folder holds (collect.py, ingest/build.py, save_manifest): what
 # --force removes from an existing bundle before the new one moves in; nothing else is touched.
-BUNDLE_ENTRIES = (MANIFEST, "graphs", "kernels", "triton", "logs", "source", MANIFEST + ".tmp")
+BUNDLE_ENTRIES = (MANIFEST, "graphs", "kernels", "triton", "logs", "source", "sections", MANIFEST + ".tmp")
 
 
 def is_bundle_folder(path: str | os.PathLike) -> bool:

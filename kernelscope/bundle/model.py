@@ -27,7 +27,9 @@ class NotInBundle(BundleError, KeyError):
 
 
 SCHEMA_NAME = "kernelscope.bundle"
-SCHEMA_VERSION = 2  # 2: the manifest an index, each graph's detail a file of its own (see bundle/io.py)
+# 2: the manifest an index, each graph's detail a file of its own (bundle/shards.py); 3: a job's long texts
+# (graph-break messages, compile-time rows) in files of their own under sections/, read when first asked for.
+SCHEMA_VERSION = 3
 
 # The fields a kernel's and a graph's detail file holds (format 2); read when first asked for.
 KERNEL_DETAIL = ("fx_nodes", "fx_nodes_pre", "aten_ops", "library_lines", "frames", "launch_info", "buffers",
@@ -267,8 +269,11 @@ class Graph(_Lazy):
 
 
 @dataclass
-class GraphBreak:
-    """A graph break Dynamo reported: why, and where in the user's source."""
+class GraphBreak(_Lazy):
+    """A graph break Dynamo reported: why, and where in the user's source. A format-3 bundle keeps the
+    whole message in sections/graph_break_details.json, read when a break's ``detail`` is first asked for."""
+
+    _DETAIL = ("detail",)
 
     reason: str  # the one-line reason
     detail: str = ""  # the whole message torch printed
@@ -276,6 +281,9 @@ class GraphBreak:
     line: int | None = None
     code: str = ""
     compile_id: str = ""
+
+
+del GraphBreak.detail  # see Kernel: a class default would answer before the side file is read
 
 
 @dataclass
@@ -341,6 +349,26 @@ class Bundle:
         this machine did not have, never run), else None. Old bundles have none."""
         p = self.environment.get("preview")
         return p if isinstance(p, dict) and p.get("arch") else None
+
+    def section(self, name: str) -> Any:
+        """``extra[name]`` (``compile_time``: a job's compile-time rows), read from the bundle's side file on
+        first use when a format-3 reader left it there (bundle/shards.py); None when the bundle has none."""
+        if name not in self.extra:
+            loader = self.__dict__.get("_sides")
+            if loader is not None:
+                loader.load(name)
+        return self.extra.get(name)
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled with its side files read (their loader holds a lock)
+        loader = self.__dict__.get("_sides")
+        for name in list(loader.unread) if loader is not None else ():
+            loader.load(name)
+        return {k: v for k, v in self.__dict__.items() if k != "_sides"}
+
+    def section_unread(self, name: str) -> bool:
+        """Whether ``section(name)`` would read a side file now (a view may show the rest first)."""
+        loader = self.__dict__.get("_sides")
+        return name not in self.extra and loader is not None and loader.has(name)
 
     def kernel(self, key: str) -> Kernel:
         """The kernel ``key`` names: its id, its name, else the one kernel whose name holds ``key``

@@ -7,6 +7,11 @@ and Triton variants, and its guards, symbols and calls. A reader builds the inde
 loader on each graph and kernel (model._Lazy); the first look at a detail field reads that graph's file,
 validated as the manifest is (bundle/validate.py), its texts cleaned of control characters.
 
+Format 3 adds side files under ``sections/``: the graph breaks' whole messages
+(``graph_break_details.json``, a list in the order of ``graph_breaks``) and the compile-time record
+(``compile_time.json``, ``extra["compile_time"]``), each read when first asked for (GraphBreak.detail,
+Bundle.section): a job's index is what its first frame shows, not every message torch printed.
+
 Both files are JSON written one list item per line: ``json.dumps`` at C speed, and a diff of two
 bundles reads kernel by kernel.
 """
@@ -29,6 +34,7 @@ from kernelscope.bundle.model import (
     Bundle,
     BundleError,
     Graph,
+    GraphBreak,
     Kernel,
     UserLine,
     to_dict,
@@ -52,6 +58,9 @@ _KERNEL_INDEX = tuple(f for f in Kernel.__dataclass_fields__ if f not in KERNEL_
 _FIGURES = ("bytes_read", "bytes_written", "bytes_bound", "fx_nodes")
 _FIGURE_HINTS = {"bytes_read": "int | None", "bytes_written": "int | None", "bytes_bound": "bool", "fx_nodes": "int"}
 _GRAPH_INDEX = tuple(f for f in Graph.__dataclass_fields__ if f not in GRAPH_DETAIL)
+_BREAK_INDEX = tuple(f for f in GraphBreak.__dataclass_fields__ if f != "detail")
+# Format 3's side files: a section's name -> its file (fixed names: the index says which exist, never where).
+SIDES = {"compile_time": "sections/compile_time.json", "graph_break_details": "sections/graph_break_details.json"}
 
 
 def detail_path(graph_id: str, position: int) -> str:
@@ -141,6 +150,9 @@ def index_and_details(bundle: Bundle, *, skip_unread: bool) -> tuple[dict[str, A
         entry["bytes_bound"], entry["fx_nodes"] = k.bytes_bound, k.node_count
         kernels.append(entry)
     index = to_dict_shallow(bundle)
+    unread = skip_unread and any(not gb.detail_loaded for gb in bundle.graph_breaks)
+    index["graph_breaks"] = [{f: to_dict(getattr(gb, f)) for f in _BREAK_INDEX} if unread else to_dict(gb)
+                             for gb in bundle.graph_breaks]
     if pairs_of or (isinstance(fusion, dict) and fusion.get("pairs") == []):
         index["extra"] = {**index["extra"], "fusion": {**index["extra"]["fusion"], "pairs": None,
                                                         "pairs_in": "graph detail",
@@ -154,7 +166,7 @@ def to_dict_shallow(bundle: Bundle) -> dict[str, Any]:
     """The bundle's own fields as JSON values, graphs and kernels left for the index to write."""
     out = {}
     for name in Bundle.__dataclass_fields__:
-        if name in ("root", "graphs", "kernels"):
+        if name in ("root", "graphs", "kernels", "graph_breaks"):
             continue
         out[name] = to_dict(getattr(bundle, name))
     return out
@@ -165,11 +177,14 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
     are when ``folder`` is the bundle's own) and return the index's text for bundle.json."""
     folder = Path(folder)
     same = bool(bundle.root) and _same_folder(folder, Path(bundle.root))
+    if not same:  # a copy elsewhere takes the side files' contents along
+        load_sides(bundle)
     index, details = index_and_details(bundle, skip_unread=same)
+    details.update(_split_sides(bundle, index))
     for rel, detail in details.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = dumps_lines(detail)
+        text = dumps_lines(detail) if isinstance(detail, dict) else _strict(detail) + "\n"
         if same:  # a bundle in place (a bench record added): a reader never sees half a detail file
             from kernelscope.safefile import write_atomic
 
@@ -177,6 +192,96 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
         else:
             path.write_text(text, encoding="utf-8")
     return dumps_lines(index)
+
+
+def _split_sides(bundle: Bundle, index: dict[str, Any]) -> dict[str, Any]:
+    """Format 3: the long texts moved out of ``index`` into side files (path -> JSON value); a side file
+    of the bundle's own folder never read stays as it is, named in ``index["sections"]``."""
+    sides: dict[str, Any] = {}
+    named: list[str] = []
+    unread = bundle.__dict__.get("_sides")
+    breaks = index.get("graph_breaks") or []
+    if breaks and all("detail" in gb for gb in breaks):
+        sides[SIDES["graph_break_details"]] = [gb.pop("detail") for gb in breaks]
+        named.append("graph_break_details")
+    elif breaks:  # the messages were never read: their file stands
+        named.append("graph_break_details")
+    extra = index.get("extra")
+    if isinstance(extra, dict) and extra.get("compile_time") is not None:
+        sides[SIDES["compile_time"]] = extra.pop("compile_time")
+        named.append("compile_time")
+    elif unread is not None and unread.has("compile_time"):
+        named.append("compile_time")
+    if named:
+        index["sections"] = named
+    return sides
+
+
+class _SideSections:
+    """The loader of a format-3 bundle's side files (Bundle.section, GraphBreak.detail): each read once,
+    validated as the manifest's sections are; a damaged one is left out with a note."""
+
+    def __init__(self, bundle: Bundle, names: list[str]) -> None:
+        self.bundle, self.unread = bundle, set(names)
+        self.lock = threading.Lock()
+
+    def has(self, name: str) -> bool:
+        return name in self.unread
+
+    def load(self, name: str) -> None:
+        with self.lock:
+            if name not in self.unread:
+                return
+            self.unread.discard(name)
+            try:
+                value = self._read(SIDES[name])
+            except BundleError as exc:
+                self.bundle.notes.append(f"{exc}; left out")
+                value = None
+            if name == "compile_time":
+                from kernelscope.bundle.sections import section_problem
+
+                problem = section_problem(name, value) if value is not None else None
+                if problem:
+                    self.bundle.notes.append(f"the compile-time record in {SIDES[name]} is damaged ({problem}) "
+                                             "and was left out; open or capture again")
+                elif value is not None:
+                    self.bundle.extra[name] = value
+            elif name == "graph_break_details":
+                texts = value if isinstance(value, list) and all(type(t) is str for t in value) else []
+                if value is not None and len(texts) != len(self.bundle.graph_breaks):
+                    self.bundle.notes.append(f"{SIDES[name]} does not match the bundle's graph breaks; their "
+                                             "whole messages are left out")
+                    texts = []
+                for i, gb in enumerate(self.bundle.graph_breaks):
+                    gb.__dict__["detail"] = texts[i] if i < len(texts) else ""
+                    gb.__dict__["_detail"] = None
+
+    def __call__(self) -> None:  # a graph break's detail asked for (model._Lazy)
+        self.load("graph_break_details")
+
+    def _read(self, rel: str) -> Any:
+        from kernelscope.bundle.paths import inside, strip_controls
+        from kernelscope.safefile import FileProblem, read_regular
+
+        try:
+            raw = read_regular(inside(self.bundle.root, rel), MAX_DETAIL_BYTES, "bundle section file")
+            data = json.loads(raw.decode("utf-8"))
+        except FileProblem as exc:
+            raise BundleError(f"{self.bundle.root}: {exc}") from exc
+        except (OSError, ValueError, RecursionError) as exc:
+            raise BundleError(f"{self.bundle.root}: {rel} is not readable JSON "
+                              f"({' '.join(str(exc).split())[:120]})") from exc
+        strip_controls(data, raw)
+        return data
+
+
+def load_sides(bundle: Bundle) -> None:
+    """Every side file of a format-3 bundle read into the bundle (a copy written elsewhere, ``show --json``)."""
+    loader = bundle.__dict__.get("_sides")
+    if loader is not None:
+        for name in list(loader.unread):
+            loader.load(name)
 
 
 def _same_folder(a: Path, b: Path) -> bool:
@@ -358,6 +463,7 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
     b.kernels = kernels
     check_references(b)
     build_lists(b, data)
+    _attach_sides(b, data)
     by_graph: dict[str, list[Kernel]] = {}
     for k in kernels:
         by_graph.setdefault(k.graph, []).append(k)
@@ -367,6 +473,26 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
         for k in loader.kernels:
             k.__dict__["_detail"] = loader
     return b
+
+
+def _attach_sides(b: Bundle, data: dict[str, Any]) -> None:
+    """Format 3: a loader left for the side files the index names (their messages and rows read when asked)."""
+    names = data.get("sections")
+    if names is None:
+        return
+    if not isinstance(names, list) or not all(isinstance(n, str) and n in SIDES for n in names):
+        raise BundleError("bundle.sections should list side files kernelscope writes "
+                          f"({', '.join(SIDES)})")
+    names = [n for n in names if not (n == "compile_time" and "compile_time" in b.extra)]
+    if not names:
+        return
+    loader = _SideSections(b, names)
+    b.__dict__["_sides"] = loader
+    if "graph_break_details" in names:
+        for gb, entry in zip(b.graph_breaks, data.get("graph_breaks") or []):
+            if "detail" not in entry:  # the message is in the side file
+                gb.__dict__.pop("detail", None)
+                gb.__dict__["_detail"] = loader
 
 
 def detail_paths(bundle: Bundle) -> list[str]:

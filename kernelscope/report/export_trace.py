@@ -101,7 +101,7 @@ def compile_events(bundle: Bundle, out: TraceExport) -> None:
     """Per rank (pid), one thread per compile id: the compile, its phases nested inside it. Where the
     bundle kept torch's own timed events (``spans``), they are placed at the times torch recorded, under
     torch's names; an older bundle's phase totals are laid out one after another."""
-    data = bundle.extra.get("compile_time") if isinstance(bundle.extra, dict) else None
+    data = bundle.section("compile_time") if isinstance(bundle.extra, dict) else None
     if isinstance(data, dict) and any(_spans(c) for c in data.get("compiles") or [] if isinstance(c, dict)):
         _recorded_events(bundle, data, out)
         return
@@ -146,7 +146,7 @@ def _recorded_events(bundle: Bundle, data: dict[str, Any], out: TraceExport) -> 
 
 
 def _laid_out_events(bundle: Bundle, out: TraceExport) -> None:
-    data = bundle.extra.get("compile_time") if isinstance(bundle.extra, dict) else None
+    data = bundle.section("compile_time") if isinstance(bundle.extra, dict) else None
     if not isinstance(data, dict):
         return
     ranks = bundle.environment.get("ranks") if isinstance(bundle.environment, dict) else None

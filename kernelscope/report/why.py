@@ -121,7 +121,7 @@ def _wrap(text: str, width: int, indent: str) -> list[str]:
 
 
 def compile_data(bundle: Any) -> dict[str, Any]:
-    data = bundle.extra.get("compile_time") if isinstance(bundle.extra, dict) else None
+    data = bundle.section("compile_time") if isinstance(bundle.extra, dict) else None
     return data if isinstance(data, dict) else {}
 
 

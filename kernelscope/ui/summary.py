@@ -257,9 +257,10 @@ def why_kernel_info(b: Bundle, kernel: Kernel | None) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def why_shared_info(b: Bundle, graph: Graph | None) -> str:
+def why_shared_info(b: Bundle, graph: Graph | None, *, compile_time: bool = True) -> str:
     """What follows the kernel's pairs, the same for every kernel of ``graph``: the round trips ranked by
-    bytes (a job's: this graph's), device time per line, where the compile went."""
+    bytes (a job's: this graph's), device time per line, where the compile went (unless ``compile_time``
+    is False: the Info pane's first draw of a job, whose compile-time rows are read meanwhile)."""
     from kernelscope.report import lines, why
 
     out: list[str] = []
@@ -276,7 +277,9 @@ def why_shared_info(b: Bundle, graph: Graph | None) -> str:
         out.append("── device time per line ──")
         out += lines.lines_text(b, limit=10).rstrip("\n").splitlines()
         out.append("")
-    if why.compile_data(b):
+    if not compile_time:
+        out.append("── where the compile went (trace): reading… ──")
+    elif why.compile_data(b):
         out.append("── where the compile went (trace) ──")
         out += why.compile_lines(b, limit=8)
     return "\n".join(out) + ("\n" if out else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import work
 from textual.app import ComposeResult
 
 from kernelscope.ui.lru import Kept
@@ -37,12 +38,34 @@ class InfoPane(Pane):
             if kernel is not None:
                 graph = next((g for g in bundle.graphs if g.id == kernel.graph), graph)
             key = graph.id if graph is not None else ""
+            pending = bundle.section_unread("compile_time")
             shared = self._per_graph.get(key)
             if shared is None:  # a graph's guards, round trips, compile bars: once per graph, not per kernel
-                shared = self._per_graph[key] = (graph_info(bundle, graph), why_shared_info(bundle, graph))
+                shared = (graph_info(bundle, graph), why_shared_info(bundle, graph, compile_time=not pending))
+                if not pending:
+                    self._per_graph[key] = shared
             doc = TextDoc.joined(kernel_info(bundle, kernel) + shared[0], self._capture)
             why = why_kernel_info(bundle, kernel) + shared[1]
             if why:  # after the capture's part: what the pane opens on stays as it was
                 doc = TextDoc.joined("\n".join(doc.lines) + "\n", TextDoc(why))
-            self._docs[shown] = doc
+            if pending:  # a job's compile-time rows (megabytes) are read off the first frame's path
+                self._read_compile_time()
+            else:
+                self._docs[shown] = doc
         self.query_one(CodeView).set_document(doc)
+
+    # No arguments: Textual names a worker by the repr of its arguments, and a bundle's repr reads every detail.
+    @work(thread=True, exclusive=True, group="info-sections", exit_on_error=False)
+    def _read_compile_time(self) -> None:
+        bundle = self.explorer.bundle
+        bundle.section("compile_time")
+        self.app.call_from_thread(self._section_read, bundle)
+
+    def _section_read(self, bundle) -> None:
+        if bundle is not self.explorer.bundle:
+            return
+        self._per_graph.clear()
+        self._docs.clear()
+        shown, self._shown = self._shown, None
+        if shown is not None:
+            self.show_selection(self.explorer.graph, self.explorer.kernel)
