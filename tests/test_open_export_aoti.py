@@ -68,7 +68,7 @@ def test_show_of_an_aoti_bundle_prints_kernels_nodes_and_lines_and_offers_no_ben
     proc = kernelscope_cmd("show", str(out))
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
-    assert "  aoti-inference         inference  4 kernels\n" in text
+    assert "  aoti-inference         inference  4 kernels  forward at aoti_mlp.py:14\n" in text
     assert "compiled from aoti_mlp.py:18  ep = torch.export.export(Mlp(), (torch.randn(4, 16),))" in text
     assert re.search(r"cpp_fused_relu_0  \(cpp; .*\)\n\s+fx nodes: fc2_bias, relu\n\s+aten: aten.relu\n"
                      r"\s+line aoti_mlp.py:14: h = torch.relu\(self.fc1\(x\)\)", text), text
@@ -97,7 +97,7 @@ def test_export_trace_shows_the_exported_graph_and_its_input_checks(tmp_path):
     proc = _open(TRACES / "export_cpu", out)
     assert "1 graph (1 with no generated code), 0 kernels" in proc.stderr
     show = kernelscope_cmd("show", str(out), "--guards").stdout
-    assert "  export-0               export     0 kernels" in show
+    assert "  export-0               export     0 kernels  forward at export_mlp.py:11" in show
     assert "no kernels: torch.export: an exported program (ATen graph); nothing compiled it here" in show
     assert "compiled from export_mlp.py:15  ep = torch.export.export(Mlp(), (torch.randn(4, 16),))" in show
     assert "guards of export-0 (export-0): 1" in show and "x: f32[4, 16]" in show  # what the program checks

@@ -92,11 +92,14 @@ def exported_graphs(staging: Path, g: Gathered, seen_ids: set[str], write, site)
                              "(torch._inductor.aoti_compile_and_package does)")
         if stack:
             graph.call_stack, graph.call_site = site(stack)
+        _name_the_exported_function(graph, text)
         graph.files[FX_DYNAMO] = write(staging, f"graphs/{gid}/fx_export.txt", text)
         out.append(graph)
     for graph in g.bundle.graphs:  # AOTInductor's graph: compiled from the exported program made there
         if graph.compile_id == "" and stack and not graph.call_site:
             graph.call_stack, graph.call_site = site(stack)
+        if graph.compile_id == "" and not graph.code_name:
+            _name_the_exported_function(graph, g.dynamo_graphs.get("", ""))
     if not g.exported and g.export_inputs and not g.trace_codes and not g.dynamo_graphs:
         sources = ", ".join(dict.fromkeys(s for s, _ in g.export_inputs if s))
         where = site(stack)[1] if stack else {}
@@ -120,3 +123,15 @@ def export_guards(text: str) -> list[dict[str, Any]]:
     for part in re.split(r",\s*(?=\w+:)", m.group(1)) if m and m.group(1).strip() else []:
         guards.append({"group": "shape", "kind": "RANGE", "text": part.strip(), "source": part.split(":")[0].strip()})
     return guards
+
+
+def _name_the_exported_function(graph: Graph, program: str) -> None:
+    """An AOTInductor graph compiled no Dynamo frame: it names the function of the user's code its nodes came
+    from (the module's ``forward``), at the first of its lines (the trace does not give the ``def`` line)."""
+    from kernelscope.ingest import fx
+
+    users = [n.user for n in fx.fx_nodes(program) if n.user is not None and fx.frame_kind(n.user.file) == "user"]
+    if users:
+        first = min((u for u in users if (u.file, u.function) == (users[0].file, users[0].function)),
+                    key=lambda u: u.line)
+        graph.code_name, graph.code_file, graph.code_line = first.function, first.file, first.line
