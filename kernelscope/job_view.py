@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.bundle.no_code import failure_text
 from kernelscope.units import base_name, plural
 
 _RANK = re.compile(r"^rank(\d+)/(.*)$")
@@ -220,6 +221,11 @@ def job_text(b: Bundle, read_text=None) -> list[str]:
             for name, cell in rows:
                 cells = [cell(jc.by_rank[r]) if r in jc.by_rank else "—" for r in ranks]
                 out.append(f"    {name:<{width}}" + "".join(f"{c:<28}" for c in cells).rstrip())
+            codeless = next((g for rc in jc.by_rank.values() for g in rc.graphs if g.no_code), None)
+            if codeless is not None:  # another backend's frame, a failed compile: why, and the exception whole
+                out.append(f"    {'no kernels':<{width}}{codeless.no_code}")
+                out += [f"    {'':<{width}}{line}" for line in failure_text(codeless.failure).splitlines()
+                        if codeless.failure]
             if jc.recompile:
                 out.append(f"    {'recompiled because':<{width}}{jc.recompile}")
             for gb in jc.breaks[:3]:

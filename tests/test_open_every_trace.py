@@ -63,6 +63,10 @@ def test_a_failed_compile_shows_its_exception_whole_and_the_graph_dynamo_capture
     assert "can: report; diff\n" in out  # nothing to bench: no output code
     fx = kernelscope_cmd("show", str(tmp_path / "b"), "--artifact", "fx-dynamo", "--graph", "0-0-dynamo")
     assert fx.returncode == 0 and "torch.sin(l_x_)" in fx.stdout
+    job = kernelscope_cmd("show", str(tmp_path / "b"), "--job").stdout
+    assert ("    no kernels                compile failed: backend broken_backend raised\n"
+            "                              BackendCompilerFailed: backend='broken_backend' raised:\n"
+            "                              ValueError: broken_backend refuses graphs with sin:\n") in job
 
 
 def test_frames_of_aot_eager_and_eager_are_listed_with_why_they_have_no_kernels(aot_eager):
@@ -87,6 +91,7 @@ def test_frames_of_aot_eager_and_eager_are_listed_with_why_they_have_no_kernels(
     job = kernelscope_cmd("show", str(bundle), "--job").stdout
     assert job.startswith("job: 3 compiled frames, 5 compiles, 5 graphs, 0 kernels")
     assert "aot_eager.py:18  cf(torch.randn(8, 3))\n  compile 1/1  torch_dynamo_resume_in_f_at_8" in job
+    assert "    no kernels                backend eager (or a custom backend, not Inductor)" in job
 
 
 def test_a_trace_of_timed_phases_only_opens_with_a_note(tmp_path):
@@ -195,3 +200,27 @@ def test_a_copied_log_whose_records_name_another_rank_is_read_as_its_file_names(
     assert "note: dedicated_log_torch_trace_rank_2.log: its records say rank 1, its name rank 2: read as rank 2 " \
            "(a copied or renamed log?)" in proc.stdout
     assert sorted({g.compile_id.split("/")[0] for g in read_bundle(tmp_path / "b").graphs}) == ["rank0", "rank1", "rank2"]
+
+
+def test_the_explorer_of_a_failed_compile_says_why_and_offers_no_bench(tmp_path):
+    import asyncio
+
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.screens.explorer import ExplorerScreen, TitleLine
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    assert _open(_trace("failing_backend_cpu", tmp_path / "t"), tmp_path / "b").returncode == 0
+
+    async def run() -> None:
+        app = make_app(str(tmp_path / "b"))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, ExplorerScreen)
+            actions = {ab.binding.action for ab in app.screen.active_bindings.values()}
+            assert "bench" not in actions and "goto('fx')" in actions  # nothing to run; its graph to read
+            assert "1 graph (1 failed) · 0 kernels" in app.screen.query_one(TitleLine).render()
+            output = app.screen.query_one("#output", CodeView).placeholder
+            assert output.startswith("Graph 0-0-dynamo has no output code.\n\nno kernels: compile failed: backend "
+                                     "broken_backend raised\n  BackendCompilerFailed: backend='broken_backend' raised:")
+
+    asyncio.run(run())

@@ -17,6 +17,9 @@ def count_parts(b: Bundle) -> tuple[list[str], str]:
     n_ext = sum(1 for k in b.kernels if k.lang == "extern")
     kinds = ", ".join(f"{n} {what}" for n, what in ((n_tr, "Triton"), (n_cpp, "C++"), (n_ext, "extern")) if n)
     parts = [plural(len(b.graphs), "graph"), plural(len(b.kernels), "kernel"), plural(len(b.graph_breaks), "break")]
+    failed = sum(1 for g in b.graphs if g.failure)  # a compile that raised: said at every width, as a count is
+    if failed:
+        parts[0] += f" ({failed} failed)"
     if b.recompiles:
         parts.append(plural(len(b.recompiles), "recompile"))
     return parts, kinds
