@@ -452,7 +452,9 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
         k = new(Kernel)
         d = k.__dict__
         d.update(defaults)
-        d.update((key, v) for key, v in entry.items() if key in known)
+        d.update(entry)
+        for key in entry.keys() - known:  # index-only figures, line ids, and anything a hand put there
+            del d[key]
         ids = entry.get("user_lines") or []
         if ids and any(not 0 <= x < n_lines for x in ids):
             raise BundleError(f"bundle.kernels[{i}].user_lines names a line the bundle's lines table does not have")

@@ -233,8 +233,24 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     def _fit(self) -> None:
         if not self._row_ids:
             return
-        if self._wanted_width(self._measure_other_widths()) != self._name_width:
-            self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
+        width = self._wanted_width(self._measure_other_widths())
+        if width == self._name_width:
+            return
+        if self._name_width is not None and (width is None or width > self._name_width):
+            # Wider (the first layout after a load sized for the narrowest): only the name cells change and the
+            # rows stay (a job's list is built once). The column grows to its widest new cell, the one cell
+            # measured: DataTable measures the whole column again for each cell narrower than the column.
+            self._name_width = width
+            widest, widest_len = None, -1
+            for key in self._row_ids:
+                cell = (self._graph_label(self.graphs[key[len(GRAPH_ROW):]], width) if key.startswith(GRAPH_ROW)
+                        else self._name_cell(self.kernels[key], width))
+                self.update_cell(key, "name", cell)
+                if cell.cell_len > widest_len:
+                    widest, widest_len = (key, cell), cell.cell_len
+            self.update_cell(widest[0], "name", widest[1], update_width=True)
+            return
+        self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
 
     def on_resize(self) -> None:
         self._fit()
