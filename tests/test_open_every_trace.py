@@ -111,6 +111,8 @@ def test_a_trace_of_timed_phases_only_opens_with_a_note(tmp_path):
                      r"--compile` lists where the compile time went\)", proc.stdout)
     compile_time = kernelscope_cmd("show", str(tmp_path / "b"), "--compile").stdout
     assert compile_time.startswith("Compile time: ") and "AOTAutograd" in compile_time
+    assert re.search(r"\ngraph 2/0: \d\.\d\d s", compile_time)  # no frame recorded: no name to give
+    assert "per kernel: no kernel was generated" in compile_time
 
 
 def test_damaged_lines_are_left_out_with_a_note_and_the_rest_opens(tmp_path):

@@ -150,7 +150,7 @@ def compile_lines(bundle: Any, limit: int = 15) -> list[str]:
         if c.get("shape_guards"):
             guards += f" ({c['shape_guards']} on shapes)"
         where = f"{c.get('function') or '?'} ({base_name(c.get('file'))}:{c.get('line')})" if c.get("file") else ""
-        out.append(f"graph {c['compile_id']} {where}: {c['total_s']:.2f} s  "
+        out.append(f"graph {c['compile_id']}{' ' + where if where else ''}: {c['total_s']:.2f} s  "
                    + "  ".join(x for x in (guards, cache) if x) + (f"  failed: {c['fail']}" if c.get("fail") else ""))
         out.append("    " + ", ".join(f"{p} {s:.2f}s" for p, s in sorted(c["phases"].items(), key=lambda x: -x[1])[:6]))
     kernels = data.get("kernels", [])
@@ -167,6 +167,8 @@ def compile_lines(bundle: Any, limit: int = 15) -> list[str]:
             out.append(f"  … {len(kernels) - limit} more kernels")
         out.append(f"  sum {sum(k['total_s'] for k in kernels):.2f} s (compiles run in parallel workers: "
                    "their sum may exceed the 'C++/Triton compile' phase)")
+    elif not bundle.kernels:  # another backend's frames, failed compiles, a trace of timed phases only
+        out.append("per kernel: no kernel was generated")
     else:
         out.append("per kernel: the trace has no per-kernel compile times (C++ kernels compile in one go: "
                    f"{data.get('phases', {}).get('C++/Triton compile', 0.0):.2f} s in 'C++/Triton compile')")
