@@ -164,5 +164,10 @@ def test_explorer_on_an_aoti_bundle_marks_the_kernels_nodes_and_its_launch_in_th
             output = screen.query_one("#output", CodeView)
             assert output.doc.lines[output.cursor].strip().startswith("cpp_fused_relu_0((float*)(buf1.data_ptr())")
             assert "clamp_min" in screen.query_one("#kernel", CodeView).text
+            await pilot.press("]")  # post-grad -> the graph AOTInductor was handed: the exported program
+            await pilot.pause()
+            assert screen.fx_kind == "fx-dynamo"
+            assert screen.query_one("#pane-fx").border_subtitle.startswith("exported program · 1 node of")
+            assert [fx.doc.lines[i].split("=")[0].strip() for i in fx.marks] == ["relu"]
 
     asyncio.run(run())

@@ -15,6 +15,13 @@ from kernelscope.ingest.fx import FxNode, fx_nodes
 from kernelscope.units import base_name
 
 FX_TITLES = {FX_DYNAMO: "Dynamo", FX_AOT_JOINT: "AOT joint", FX_AOT: "AOT", FX_POST_GRAD: "post-grad"}
+
+
+def fx_title(graph: Graph, kind: str) -> str:
+    """An FX view's name for this graph: torch.export's and AOTInductor's first graph is the exported program."""
+    if kind == FX_DYNAMO and (graph.kind == "export" or graph.id.startswith("aoti-")):
+        return "exported program"
+    return FX_TITLES[kind]
 FX_ORDER = (FX_DYNAMO, FX_AOT_JOINT, FX_AOT, FX_POST_GRAD)
 
 KIND_TAGS = {

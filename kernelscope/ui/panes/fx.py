@@ -11,7 +11,7 @@ from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane, python_lexer
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
-from kernelscope.ui.xref import FX_ORDER, FX_TITLES, compact_fx
+from kernelscope.ui.xref import FX_ORDER, FX_TITLES, compact_fx, fx_title
 from kernelscope.units import plural
 
 
@@ -50,19 +50,19 @@ class FxPane(Pane):
                 view.set_document(kept[0], raw_text=text)
             else:
                 why = " (capture with backward to get one)" if self.fx_kind == "fx-aot-joint" else ""
-                view.set_placeholder(f"Graph {graph.id} has no {FX_TITLES[self.fx_kind]} FX graph{why}.")
+                view.set_placeholder(f"Graph {graph.id} has no {fx_title(graph, self.fx_kind)} FX graph{why}.")
         lines = index.fx_lines_for_kernel(kernel, graph, self.fx_kind) if kernel else []
         if not view.is_placeholder:
             view.set_marks([n - 1 for n in lines], jump=not view.has_focus)
         shown = "compact (a: as printed)" if self.fx_compact else "as printed (a: compact)"
         if kernel and lines:
             nodes = f"{plural(len(lines), 'node')} of "
-            title = FX_TITLES[self.fx_kind]
+            title = fx_title(graph, self.fx_kind)
             self.set_named_subtitle(f"{title} · {graph.id} · {nodes}", kernel.name, [shown],
                                     short_leads=(f"{title} · {nodes}", nodes))
         else:
             self._named_subtitle = None
-            self.set_subtitle(f"{FX_TITLES[self.fx_kind]} · {graph.id} · {shown}")
+            self.set_subtitle(f"{fx_title(graph, self.fx_kind)} · {graph.id} · {shown}")
 
     def _reload(self) -> None:
         self.show_selection(self.explorer.graph, self.explorer.kernel)
