@@ -4,7 +4,7 @@ Traces recorded here with tests/fixtures/scripts/aoti_package.py (saved as aoti_
 as `kernelscope run` sets it): tests/fixtures/traces/aoti_cpu (torch 2.13, CPU: C++ kernels in
 ``inductor_aot_kernel_code``) and aoti_cuda (torch 2.11 on an H100: Triton kernels inside the C++ wrapper); and
 export_cpu, a ``torch.export.export`` of the same MLP without the sum, logged under TORCH_DTRACE (the only
-way torch 2.11+ logs the exported program). Trimmed (no chromium events, configs or repro scripts) and
+way torch 2.11+ logs the exported program). Trimmed (no configs or repro scripts; chromium events kept in aoti_cpu only) and
 normalised (paths, payload hashes, cache keys).
 """
 
@@ -73,6 +73,8 @@ def test_show_of_an_aoti_bundle_prints_kernels_nodes_and_lines_and_offers_no_ben
     assert re.search(r"cpp_fused_relu_0  \(cpp; .*\)\n\s+fx nodes: fc2_bias, relu\n\s+aten: aten.relu\n"
                      r"\s+line aoti_mlp.py:14: h = torch.relu\(self.fc1\(x\)\)", text), text
     assert "can: report; diff" in text  # AOTInductor's C++ is not something bench can run
+    timed = kernelscope_cmd("show", str(out), "--compile").stdout  # AOTInductor's phases name no Dynamo compile
+    assert re.search(r"^graph aoti-inference: \d+\.\d+ s", timed, re.M) and "code generation" in timed, timed
     wrapper = kernelscope_cmd("show", str(out), "--artifact", "output_code").stdout
     assert "void AOTInductorModel::run_impl(" in wrapper and "// [Provenance debug handles] cpp_fused_relu_0:2" in wrapper
 

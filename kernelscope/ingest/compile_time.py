@@ -159,6 +159,8 @@ def compile_time_summary(events: list[dict[str, Any]], records: list[Any], bundl
     by_cid = _intervals(events)
     if not by_cid:
         return {}
+    if "None" in by_cid and any(g.compile_id == "" for g in bundle.graphs):  # AOTInductor: no Dynamo frame
+        by_cid[""] = by_cid.pop("None")
     metrics = _metrics(records, compile_id)
     infos = _kernel_infos(records, compile_id)
     graphs_of: dict[str, list[Any]] = {}

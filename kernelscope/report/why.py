@@ -150,7 +150,8 @@ def compile_lines(bundle: Any, limit: int = 15) -> list[str]:
         if c.get("shape_guards"):
             guards += f" ({c['shape_guards']} on shapes)"
         where = f"{c.get('function') or '?'} ({base_name(c.get('file'))}:{c.get('line')})" if c.get("file") else ""
-        out.append(f"graph {c['compile_id']}{' ' + where if where else ''}: {c['total_s']:.2f} s  "
+        name = c["compile_id"] or ", ".join(c.get("graphs") or [])  # AOTInductor's graph has no compile id
+        out.append(f"graph {name}{' ' + where if where else ''}: {c['total_s']:.2f} s  "
                    + "  ".join(x for x in (guards, cache) if x) + (f"  failed: {c['fail']}" if c.get("fail") else ""))
         out.append("    " + ", ".join(f"{p} {s:.2f}s" for p, s in sorted(c["phases"].items(), key=lambda x: -x[1])[:6]))
     kernels = data.get("kernels", [])
