@@ -61,6 +61,9 @@ def test_a_failed_compile_shows_its_exception_whole_and_the_graph_dynamo_capture
             "                           at failing_backend.py:6 in broken_backend: raise ValueError(") in out
     assert "was the backend inductor" not in out
     assert "can: report; diff\n" in out  # nothing to bench: no output code
+    bench = kernelscope_cmd("bench", str(tmp_path / "b"), "--run-bundle-code")
+    assert bench.returncode != 0 and bench.stderr.strip().endswith(
+        "0-0-dynamo: no output code in the bundle (compile failed: backend broken_backend raised)")
     fx = kernelscope_cmd("show", str(tmp_path / "b"), "--artifact", "fx-dynamo", "--graph", "0-0-dynamo")
     assert fx.returncode == 0 and "torch.sin(l_x_)" in fx.stdout
     job = kernelscope_cmd("show", str(tmp_path / "b"), "--job").stdout

@@ -125,8 +125,8 @@ def subset(bundle: Bundle, plan: BundlePlan) -> Bundle:
 def _plan_graph(bundle: Bundle, g, outputs_of: dict[str, tuple[str, list[str]]]) -> GraphPlan:
     code_path = g.files.get("output_code")
     code = read_text(bundle, code_path)
-    if not code.strip():
-        raise PlanError("no output code in the bundle")
+    if not code.strip():  # another backend's frame, a failed compile: the graph says why
+        raise PlanError("no output code in the bundle" + (f" ({g.no_code})" if g.no_code else ""))
     if "def call(" not in code:
         raise PlanError("its output code has no call(args) to run")
     source = next((k for k in EAGER_SOURCES if read_text(bundle, g.files.get(k)).strip()), None)
