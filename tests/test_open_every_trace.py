@@ -224,6 +224,8 @@ def test_the_explorer_of_a_failed_compile_says_why_and_offers_no_bench(tmp_path)
             actions = {ab.binding.action for ab in app.screen.active_bindings.values()}
             assert "bench" not in actions and "goto('fx')" in actions  # nothing to run; its graph to read
             assert "1 graph (1 failed) · 0 kernels" in app.screen.query_one(TitleLine).render()
+            fx = app.screen.query_one("#fx", CodeView).placeholder
+            assert fx == "Graph 0-0-dynamo has no post-grad FX graph. It has: Dynamo ([ and ] switch)."
             output = app.screen.query_one("#output", CodeView).placeholder
             assert output.startswith("Graph 0-0-dynamo has no output code.\n\nno kernels: compile failed: backend "
                                      "broken_backend raised\n  BackendCompilerFailed: backend='broken_backend' raised:")

@@ -50,7 +50,10 @@ class FxPane(Pane):
                 view.set_document(kept[0], raw_text=text)
             else:
                 why = " (capture with backward to get one)" if self.fx_kind == "fx-aot-joint" else ""
-                view.set_placeholder(f"Graph {graph.id} has no {fx_title(graph, self.fx_kind)} FX graph{why}.")
+                # Another backend's frame, a failed compile: no post-grad graph, but its Dynamo graph to read.
+                has = [fx_title(graph, k) for k in FX_ORDER if graph.files.get(k)] if graph.no_code else []
+                also = f" It has: {', '.join(has)} ([ and ] switch)." if has else ""
+                view.set_placeholder(f"Graph {graph.id} has no {fx_title(graph, self.fx_kind)} FX graph{why}.{also}")
         lines = index.fx_lines_for_kernel(kernel, graph, self.fx_kind) if kernel else []
         if not view.is_placeholder:
             view.set_marks([n - 1 for n in lines], jump=not view.has_focus)
