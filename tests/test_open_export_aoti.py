@@ -173,3 +173,18 @@ def test_explorer_on_an_aoti_bundle_marks_the_kernels_nodes_and_its_launch_in_th
             assert [fx.doc.lines[i].split("=")[0].strip() for i in fx.marks] == ["relu"]
 
     asyncio.run(run())
+
+
+def test_two_aoti_compiles_in_one_job_each_keep_their_own_program_and_lines(tmp_path):
+    """tests/fixtures/scripts/aoti_two_models.py (saved as aoti_two.py): an MLP, then a softmax, each packaged."""
+    out = tmp_path / "b"
+    _open(TRACES / "aoti_two_cpu", out)
+    b = read_bundle(out)
+    assert [(g.id, g.code_name, g.code_line) for g in b.graphs] == [("aoti-inference", "forward", 13),
+                                                                    ("aoti-inference-b", "forward", 18)]
+    second = (out / b.graph("aoti-inference-b").files["fx-dynamo"]).read_text()
+    assert "torch.ops.aten.softmax.int(mul, -1)" in second and "linear" not in second
+    assert "torch.ops.aten.linear.default" in (out / b.graph("aoti-inference").files["fx-dynamo"]).read_text()
+    softmax = b.kernels_of("aoti-inference-b")[0]
+    assert softmax.name.startswith("cpp_fused__softmax") and softmax.fx_nodes_pre == ["softmax"]
+    assert [(Path(u.file).name, u.line) for u in softmax.user_lines] == [("aoti_two.py", 18)]

@@ -48,9 +48,11 @@ def aoti_code(g: Gathered, r: TraceRecord, cid: str) -> None:
 
 
 def pre_grad_graph(g: Gathered, r: TraceRecord, cid: str) -> None:
-    """The graph Inductor was handed outside any Dynamo frame (AOTInductor's exported program)."""
-    if not cid and cid not in g.dynamo_graphs:
-        g.dynamo_graphs[cid] = r.payload
+    """The graph Inductor was handed outside any Dynamo frame (AOTInductor's exported program): the first
+    stands as the frame's Dynamo graph, each compile's own is set on its graph by ``exported_graphs``."""
+    if not cid:
+        g.dynamo_graphs.setdefault(cid, r.payload)
+        g.aoti_programs.append(r.payload)
 
 
 def exported_program(g: Gathered, r: TraceRecord, cid: str) -> None:
@@ -95,11 +97,15 @@ def exported_graphs(staging: Path, g: Gathered, seen_ids: set[str], write, site)
         _name_the_exported_function(graph, text)
         graph.files[FX_DYNAMO] = write(staging, f"graphs/{gid}/fx_export.txt", text)
         out.append(graph)
-    for graph in g.bundle.graphs:  # AOTInductor's graph: compiled from the exported program made there
-        if graph.compile_id == "" and stack and not graph.call_site:
+    aoti = [graph for graph in g.bundle.graphs if graph.compile_id == "" and graph.id.startswith(AOTI_COMPILE + "-")]
+    for graph, program in zip(aoti, g.aoti_programs):  # each compiled from the exported program made there
+        if stack and not graph.call_site:
             graph.call_stack, graph.call_site = site(stack)
-        if graph.compile_id == "" and not graph.code_name:
-            _name_the_exported_function(graph, g.dynamo_graphs.get("", ""))
+        if program != g.dynamo_graphs.get("") and graph.files.get(FX_DYNAMO):  # a second compile of the job
+            write(staging, graph.files[FX_DYNAMO], program)
+            _in_program_order(g.bundle.kernels_of(graph.id), program)
+        if not graph.code_name:
+            _name_the_exported_function(graph, program)
     if not g.exported and g.export_inputs and not g.trace_codes and not g.dynamo_graphs:
         sources = ", ".join(dict.fromkeys(s for s, _ in g.export_inputs if s))
         where = site(stack)[1] if stack else {}
@@ -135,3 +141,14 @@ def _name_the_exported_function(graph: Graph, program: str) -> None:
         first = min((u for u in users if (u.file, u.function) == (users[0].file, users[0].function)),
                     key=lambda u: u.line)
         graph.code_name, graph.code_file, graph.code_line = first.function, first.file, first.line
+
+
+def _in_program_order(kernels, program: str) -> None:
+    """Each kernel's exported-program nodes in that program's order (they were placed in the first's)."""
+    from kernelscope.ingest import fx
+
+    place = {n.name: n.line for n in fx.fx_nodes(program)}
+    for k in kernels:
+        k.fx_nodes_pre = sorted(k.fx_nodes_pre, key=lambda n: place.get(n, 1 << 30))
+        for info in k.launch_info:
+            info.fx_nodes_pre = sorted(info.fx_nodes_pre, key=lambda n: place.get(n, 1 << 30))

@@ -35,6 +35,7 @@ class Gathered:
     code_objects: dict[str, dict] = field(default_factory=dict)
     exported: list[str] = field(default_factory=list)  # torch.export's programs (ingest/export_records.py)
     export_inputs: list[tuple[str, list]] = field(default_factory=list)  # (source, stack) outside any compile
+    aoti_programs: list[str] = field(default_factory=list)  # the graph each AOTInductor compile was handed
     metrics: dict[str, dict] = field(default_factory=dict)  # compile id -> its compilation_metrics
     errors: dict[str, str] = field(default_factory=dict)  # compile id -> the traceback Dynamo logged (dynamo_error)
 
