@@ -47,6 +47,7 @@ class RankCompile:
     fx_digest: dict[str, str] = field(default_factory=dict)  # graph kind -> digest of its post-grad FX text
     collectives: dict[str, int] = field(default_factory=dict)  # op -> count, over its graphs
     device_us: float | None = None  # after a bench: its launches' device time in one compiled call
+    restarts: list[str] = field(default_factory=list)  # why Dynamo restarted its analysis (compilation_metrics)
 
 
 @dataclass
@@ -96,6 +97,7 @@ def job_compiles(b: Bundle, read_text=None) -> tuple[list[int | None], list[JobC
             rc.seconds = info.get("total_s")
             rc.cache = _cache_text(info.get("fx_cache") or "", info.get("inductor_cache") or "")
             rc.guards = info.get("guards")
+            rc.restarts = [str(x) for x in info.get("restarts") or []]
         if read_text is not None and g.files.get("fx-post-grad"):
             text = read_text(b, g.files["fx-post-grad"])
             rc.fx_digest[g.kind] = hashlib.sha1(_without_paths(text).encode()).hexdigest()[:12]
@@ -230,6 +232,11 @@ def job_text(b: Bundle, read_text=None) -> list[str]:
                 out.append(f"    {'recompiled because':<{width}}{jc.recompile}")
             for gb in jc.breaks[:3]:
                 out.append(f"    {'graph break':<{width}}{gb}")
+            # A restart at a graph break is the break (said above); any other is said once.
+            restarts = dict.fromkeys(x for rc in jc.by_rank.values() for x in rc.restarts
+                                     if x and not any(gb.endswith(": " + x) or x in gb for gb in jc.breaks))
+            for x in list(restarts)[:3]:
+                out.append(f"    {'restarted because':<{width}}{x}")
             for d in jc.differs[1:]:
                 out.append(f"    ⚠ {d}")
     flagged = [(jc, d) for jc in compiles for d in jc.differs]

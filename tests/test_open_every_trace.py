@@ -231,3 +231,20 @@ def test_the_explorer_of_a_failed_compile_says_why_and_offers_no_bench(tmp_path)
                                      "broken_backend raised\n  BackendCompilerFailed: backend='broken_backend' raised:")
 
     asyncio.run(run())
+
+
+def test_a_restart_that_is_not_a_graph_break_is_said_in_the_job_view(tmp_path):
+    """Dynamo restarts a frame at each graph break (said as the break), and for other reasons (said as a restart)."""
+    trace = _trace("aot_eager_cpu", tmp_path / "t")
+    text = (trace / LOG).read_text()
+    at = text.index('"compile_id": "0/1"')  # the recompile of f: its restart given another reason
+    head, tail = text[:at], text[at:]
+    tail = re.sub(r'"restart_reasons": \["[^"]*(?:\\.[^"]*)*"\]',
+                  '"restart_reasons": ["Speculation failed\\\\n  Explanation: a side effect inside a torch.cond branch"]',
+                  tail, count=1)
+    (trace / LOG).write_text(head + tail)
+    assert _open(trace, tmp_path / "b").returncode == 0
+    job = kernelscope_cmd("show", str(tmp_path / "b"), "--job").stdout
+    compile_01 = job[job.index("compile 0/1"):job.index("compile 2/0")]
+    assert "    restarted because         a side effect inside a torch.cond branch\n" in compile_01
+    assert "restarted because" not in job.replace(compile_01, "")  # 0/0's restart was its graph break

@@ -148,8 +148,16 @@ def _metrics(records: list[Any], compile_id) -> dict[str, dict[str, Any]]:
                     "line": num("co_firstlineno"), "frame_compile_s": num("entire_frame_compile_time_s"),
                     "guards": num("guard_count"), "shape_guards": num("shape_env_guard_count"),
                     "fx_cache": "hit" if hits and not misses else "miss" if misses else "",
-                    "fail": str(m.get("fail_reason") or "")}
+                    "fail": str(m.get("fail_reason") or ""),
+                    "restarts": [restart_reason(x) for x in (m.get("restart_reasons") or []) if isinstance(x, str)]}
     return out
+
+
+def restart_reason(text: str) -> str:
+    """Why Dynamo restarted a frame's analysis, in a line: the explanation torch gives, else its first line."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    return next((line[len("Explanation:"):].strip() for line in lines if line.startswith("Explanation:")),
+                lines[0] if lines else "")
 
 
 def compile_time_summary(events: list[dict[str, Any]], records: list[Any], bundle: Any, compile_id) -> dict[str, Any]:
@@ -186,7 +194,7 @@ def compile_time_summary(events: list[dict[str, Any]], records: list[Any], bundl
                          "phases": {p: round(per[p], 6) for p in PHASE_ORDER if p in per},
                          "guards": m.get("guards"), "shape_guards": m.get("shape_guards"),
                          "inductor_cache": ", ".join(cache), "fx_cache": m.get("fx_cache", ""),
-                         "fail": m.get("fail", ""),
+                         "fail": m.get("fail", ""), "restarts": m.get("restarts", []),
                          # torch's own timed events of this compile, as recorded: [name, begin µs, end µs]
                          "spans": [[x["name"], x["b"], x["e"]] for x in sorted(intervals, key=lambda x: (x["b"], -x["e"]))]})
     kernels = _kernel_rows(infos, autotune_by_kernel, bundle)
