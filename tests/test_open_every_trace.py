@@ -248,3 +248,13 @@ def test_a_restart_that_is_not_a_graph_break_is_said_in_the_job_view(tmp_path):
     compile_01 = job[job.index("compile 0/1"):job.index("compile 2/0")]
     assert "    restarted because         a side effect inside a torch.cond branch\n" in compile_01
     assert "restarted because" not in job.replace(compile_01, "")  # 0/0's restart was its graph break
+
+
+def test_a_folder_of_logs_none_of_which_is_a_trace_is_one_line_naming_them(tmp_path):
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "another.log").write_text("")
+    (tmp_path / "t" / "stdout.log").write_text("step 1 loss 0.25\n")
+    proc = _open(tmp_path / "t", tmp_path / "b")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "found no TORCH_TRACE records (another.log: empty, stdout.log: no TORCH_TRACE record in its first 200 " \
+           "lines); point at the folder TORCH_TRACE named" in proc.stderr

@@ -117,6 +117,9 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
     except OSError as exc:
         raise BundleError(f"{trace}: cannot read the folder ({exc.strerror or exc})") from exc
     ranks = folder.ranks
+    if folder.not_traces:
+        shown = ", ".join(folder.not_traces[:5]) + (f" and {len(folder.not_traces) - 5} more" if len(folder.not_traces) > 5 else "")
+        raise BundleError(f"{trace}: found no TORCH_TRACE records ({shown}); point at the folder TORCH_TRACE named")
     if not ranks:
         raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
     known = sorted(r for r in ranks if r is not None)

@@ -44,6 +44,7 @@ class SortedFolder:
 
     ranks: dict[int | None, list[Path]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    not_traces: list[str] = field(default_factory=list)  # "another.log: empty", when no log is a TORCH_TRACE
 
 
 def read_head(log: Path) -> LogHead:
@@ -92,7 +93,10 @@ def sort_folder(trace: Path, logs: list[Path], rank: int | None = None) -> Sorte
     if foreign and len(foreign) < len(heads):
         out.notes.append("not read: " + ", ".join(f"{h.path.name} ({h.why_not}: not a TORCH_TRACE log)"
                                                   for h in foreign))
-    heads = [h for h in heads if h.is_trace] or heads  # none is one: the opener says so in its error
+    if foreign and len(foreign) == len(heads):  # none is one: the opener says so in its error
+        out.not_traces = [f"{h.path.name}: {h.why_not}" for h in foreign]
+        return out
+    heads = [h for h in heads if h.is_trace]
     jobs = _jobs(heads)
     if len(jobs) > 1:
         keep = next((j for j in jobs if rank is not None and any(h.rank == rank for h in j)), None) \
