@@ -258,3 +258,12 @@ def test_a_folder_of_logs_none_of_which_is_a_trace_is_one_line_naming_them(tmp_p
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "found no TORCH_TRACE records (another.log: empty, stdout.log: no TORCH_TRACE record in its first 200 " \
            "lines); point at the folder TORCH_TRACE named" in proc.stderr
+
+
+def test_ranks_named_only_in_the_records_open_as_ranks(tmp_path):
+    trace = _ddp(tmp_path / "t")
+    for log in sorted(trace.glob("*.log")):  # logs renamed: the records' "rank" tells them apart
+        log.rename(trace / f"worker_{log.name[-5]}.log")
+    proc = _open(trace, tmp_path / "b")
+    assert proc.returncode == 0 and "(2 ranks): 3 compile ids, 5 graphs, 17 kernels" in proc.stderr, proc.stderr
+    assert read_bundle(tmp_path / "b").environment["ranks"] == [0, 1]
