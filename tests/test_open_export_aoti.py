@@ -21,7 +21,7 @@ from kernelscope.ingest.aoti_code import parse_aoti_code
 from tests.conftest import REPO, kernelscope_cmd
 
 TRACES = REPO / "tests" / "fixtures" / "traces"
-AOTI_SCRIPT = REPO / "tests" / "fixtures" / "scripts" / "aoti_package.py"
+AOTI_TWO_SCRIPT = REPO / "tests" / "fixtures" / "scripts" / "aoti_two_models.py"
 
 
 def _open(trace: Path, out: Path):
@@ -134,14 +134,18 @@ def test_aoti_wrapper_without_provenance_still_lists_kernels_and_buffers():
 
 
 @pytest.mark.slow
-def test_run_of_an_aoti_script_makes_a_bundle_with_its_kernels(tmp_path):
+def test_run_of_an_aoti_script_makes_a_bundle_with_its_kernels_and_stops_after_n_graphs(tmp_path):
+    """`run --graphs 1` of a script that packages two models: AOTInductor's C++ model counts as a graph, the
+    run stops once the first aoti_compile_and_package returned, and the bundle lists its kernels with lines."""
     out = tmp_path / "out"
-    proc = kernelscope_cmd("run", "--no-ui", "-o", str(out), "--", sys.executable, str(AOTI_SCRIPT), cwd=str(tmp_path))
+    proc = kernelscope_cmd("run", "--graphs", "1", "--no-ui", "-o", str(out), "--", sys.executable,
+                           str(AOTI_TWO_SCRIPT), cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
+    assert "stopped after 1 graph compiled" in proc.stdout + proc.stderr
     b = read_bundle(out)
-    assert "cpp_fused_add_mul_sigmoid_sum_1" in [k.name for k in b.kernels]
-    k = b.kernel("cpp_fused_add_mul_sigmoid_sum_1")
-    assert k.fx_nodes and [(Path(u.file).name, u.line) for u in k.user_lines] == [("aoti_package.py", 15)]
+    assert [g.id for g in b.graphs] == ["aoti-inference"]
+    k = b.kernel("cpp_fused_relu_0")
+    assert k.fx_nodes == ["relu"] and [(Path(u.file).name, u.line) for u in k.user_lines] == [("aoti_two_models.py", 13)]
 
 
 def test_explorer_on_an_aoti_bundle_marks_the_kernels_nodes_and_its_launch_in_the_cpp(aoti_cpu, tmp_path,

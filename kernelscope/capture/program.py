@@ -75,7 +75,7 @@ class _TraceCounter:
         self.folder = folder
         self.offsets: dict[Path, int] = {}
         self.counts: dict[Path, int] = {}
-        self.needle = f'"{torch_hooks.OUTPUT_CODE_RECORD}"'.encode()
+        self.needles = (f'"{torch_hooks.OUTPUT_CODE_RECORD}"'.encode(), f'"{torch_hooks.AOTI_CODE_RECORD}"'.encode())
 
     def most(self) -> int:
         for log in self.folder.rglob("*.log"):
@@ -88,7 +88,7 @@ class _TraceCounter:
             cut = chunk.rfind(b"\n") + 1  # count whole lines only
             self.offsets[log] = self.offsets.get(log, 0) + cut
             self.counts[log] = self.counts.get(log, 0) + sum(
-                1 for line in chunk[:cut].split(b"\n") if not line.startswith(b"\t") and self.needle in line)
+                1 for line in chunk[:cut].split(b"\n") if not line.startswith(b"\t") and any(n in line for n in self.needles))
         return max(self.counts.values(), default=0)
 
 

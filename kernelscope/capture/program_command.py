@@ -104,7 +104,8 @@ def run_environment(work: Path, mode: str, event_fd: int, graphs: int | None, ma
     env["PYTHONPATH"] = os.pathsep.join([str(RUN_SITE)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env[HOOK_ENV] = json.dumps({"event_fd": event_fd, "event_ino": os.fstat(event_fd).st_ino, "graphs": graphs,
                                 "trace_logger": torch_hooks.TRACE_LOGGER,
-                                "record_key": torch_hooks.OUTPUT_CODE_RECORD})
+                                "record_key": torch_hooks.OUTPUT_CODE_RECORD,
+                                "aoti_record": torch_hooks.AOTI_CODE_RECORD})
     return env
 
 

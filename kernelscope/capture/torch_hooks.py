@@ -18,6 +18,7 @@ OUTPUT_CODE_LOGGERS = ("torch._inductor.graph.__output_code", "torch._inductor.c
 OUTPUT_CODE_PREFIX = "Output code: "
 TRACE_LOGGER = "torch.__trace"  # TORCH_TRACE's handler hangs here; flushed before the trace is read
 OUTPUT_CODE_RECORD = "inductor_output_code"  # the trace record (metadata key) that carries a graph's output code
+AOTI_CODE_RECORD = "inductor_aot_wrapper_code"  # the graph_dump that carries an AOTInductor graph's C++ model
 CUDAGRAPH_TREES_LOGGER = "torch._inductor.cudagraph_trees"
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that use CUDA graph trees
 

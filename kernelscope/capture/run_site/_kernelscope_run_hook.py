@@ -38,7 +38,8 @@ def install(settings_text: str) -> None:
     if not stat.S_ISFIFO(st.st_mode) or st.st_ino != settings.get("event_ino"):
         return  # the descriptor number is reused by something else in this process
     events = os.fdopen(fd, "w", buffering=1, closefd=False)
-    counter = _GraphCounter(events, settings.get("graphs"), settings["record_key"], settings["trace_logger"])
+    counter = _GraphCounter(events, settings.get("graphs"), settings["record_key"], settings["trace_logger"],
+                            settings.get("aoti_record", ""))
     logging.getLogger(settings["trace_logger"]).addHandler(counter)
 
 
@@ -57,12 +58,13 @@ def _skipped_dirs() -> tuple[str, ...]:
 
 
 class _GraphCounter(logging.Handler):
-    def __init__(self, events, graphs_wanted: int | None, record_key: str, trace_logger: str):
+    def __init__(self, events, graphs_wanted: int | None, record_key: str, trace_logger: str, aoti_record: str = ""):
         super().__init__(logging.DEBUG)
         self.trace_logger = trace_logger
         self.events = events
         self.wanted = graphs_wanted
         self.record_key = record_key
+        self.aoti_record = aoti_record  # AOTInductor's C++ model (a graph_dump of this name) counts as a graph
         self.graphs = 0
         self.armed = False
         self.sent_environment = False
@@ -78,7 +80,11 @@ class _GraphCounter(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             metadata = getattr(record, "metadata", None)
-            if not isinstance(metadata, dict) or self.record_key not in metadata:
+            if not isinstance(metadata, dict):
+                return
+            dump = metadata.get("graph_dump")
+            if self.record_key not in metadata and not (isinstance(dump, dict) and self.aoti_record
+                                                        and dump.get("name") == self.aoti_record):
                 return
             self.graphs += 1
             if not self.sent_environment:
