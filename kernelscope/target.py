@@ -239,6 +239,11 @@ def resolve_target(spec: str) -> Target:
             raise TargetError(f"{spec}: nothing after '::'; write path/to/file.py::function")
         return _resolve_file(file, name, spec=spec)
     if spec.endswith(".py") or os.sep in spec:
+        if not Path(spec).expanduser().exists():
+            raise TargetError(f"{spec}: no such file or folder; give a sample name or path/to/file.py::function")
+        if Path(spec).expanduser().is_dir():
+            raise TargetError(f"{spec} is a folder, not a target; open a bundle folder with `kernelscope {spec}`, "
+                              "or give path/to/file.py::function")
         raise TargetError(f"{spec}: name the function too, as {spec}::function")
     sample = _sample_file(spec)
     if sample is not None:

@@ -70,6 +70,8 @@ def test_file_targets_functions_and_classes(tmp_path):
         ("/no/such/file.py::f", "no such file"),
         ("samples/add_relu.py::missing", "no function or class named 'missing'; found: add_relu"),
         ("samples/add_relu.py", "name the function too"),
+        ("/no/such/folder", "/no/such/folder: no such file or folder"),
+        ("tests/fixtures", "tests/fixtures is a folder, not a target"),
         ("samples/add_relu.py::", "nothing after '::'"),
     ],
 )

@@ -152,9 +152,9 @@ def test_the_footer_at_80x24_shows_pipeline_bench_and_diff():
         await pilot.pause(0.2)
         footer = app.screen.query_one("KeyFooter")
         shown = [(k.key_display, k.description) for k in footer.items if k.end <= NARROW[0]]
-        # The focused kernel table's keys first, then ? (every key), then pipeline, bench and diff (issue 23).
-        assert shown[:7] == [("⏎", "Kernel"), ("y", "Copy"), ("/", "Find"), ("?", "Keys"), ("p", "Pipeline"),
-                             ("b", "Bench"), ("d", "Diff")], shown
+        # The focused kernel table's keys first, then ? (every key), how to leave, then pipeline, bench and diff.
+        assert shown[:8] == [("⏎", "Kernel"), ("y", "Copy"), ("/", "Find"), ("?", "Keys"), ("esc", "Back"),
+                             ("p", "Pipeline"), ("b", "Bench"), ("d", "Diff")], shown
 
     drive(GPU_FIXTURES / "softmax", steps, NARROW)
 

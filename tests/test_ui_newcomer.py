@@ -445,7 +445,7 @@ def test_the_footer_at_80x24_shows_the_focused_panes_keys_then_help_then_the_too
         await pilot.pause(0.3)
         shown = _footer_keys_shown(app)
         own = ["⏎", "y", "/"] if pane == "1" else ["⏎", "/", "m", "y"]
-        assert shown[:len(own) + 3] == [*own, "?", "p", "b"], shown
+        assert shown[:len(own) + 4] == [*own, "?", "esc", "p", "b"], shown  # esc: how to leave, at 80 columns
         # Recorded on the H200 from a file this machine lacks: nothing to recompile, edit or diff against,
         # so none of those keys is offered (the footer and ? agree with what works).
         assert not {"c", "e", "d"} & set(shown), shown
@@ -476,16 +476,38 @@ def test_recent_captures_tell_captures_apart_and_list_cli_captures_made_with_o(t
     rows = [capture_summary(p) for p in found]
     assert rows[0] != rows[1]
     assert "f32[32], f32[32]" in rows[0] and "f32[64], f32[64]; f32[128], f32[128]" in rows[1], rows
-    assert rows[0].split("src ")[1][:4] != rows[1].split("src ")[1][:4], rows
+    assert rows[0].split("source hash ")[1][:4] != rows[1].split("source hash ")[1][:4], rows
+    assert f" · {b} · " in rows[0] and f" · {a} · " in rows[1], rows  # the folder it is in
 
     async def run():
         app = make_app()
         async with app.run_test(size=NARROW) as pilot:
             await pilot.pause()
             recent = app.screen.query_one("#recent", OptionList)
-            assert [str(o) for o in option_texts(recent)] == rows
+            width = recent.scrollable_content_region.width
+            shown = option_texts(recent)
+            # Each capture in lines broken between its facts (the list wrapped one inside a shape)
+            lines = [line for o in shown for line in o.split("\n")]
+            assert all(len(line) <= width and line.count("[") == line.count("]") for line in lines), shown
+            assert [o.split("\n")[-2].endswith(f"/{f.name}") for o, f in zip(shown, (b, a))] == [True, True], shown
+            assert "f32[32], f32[32]" in shown[0] and "source hash" in shown[0], shown
 
     asyncio.run(run())
+
+
+def test_the_recent_list_names_a_preview_as_such(tmp_path):
+    import json
+    import shutil
+
+    from kernelscope.ui.paths import capture_summary
+
+    shutil.copytree(TWO_CALLS, tmp_path / "p")
+    data = json.loads((tmp_path / "p" / "bundle.json").read_text())
+    data["options"]["device"] = "cuda"
+    data["environment"]["preview"] = {"arch": "sm_90", "device_name": "H100"}
+    (tmp_path / "p" / "bundle.json").write_text(json.dumps(data))
+    row = capture_summary(tmp_path / "p")
+    assert " · PREVIEW sm_90 · default · " in row and "cuda" not in row, row
 
 
 def test_the_cli_capture_ticks_while_it_compiles():
@@ -827,7 +849,9 @@ def test_the_editor_says_the_users_file_is_untouched_at_80_columns(tmp_path, mon
             await pilot.press("e")
             await _wait(pilot, lambda: isinstance(app.screen, EditorScreen), 10)
             await pilot.pause(0.3)
-            assert any("your file is untouched until ctrl+s" in r for r in screen_rows(app))
+            # the gallery's first sample ships with kernelscope: it is never written (ctrl+s saves as)
+            assert any("the sample is never written: ctrl+s saves your edits as a file" in r
+                       for r in screen_rows(app)), screen_rows(app)
 
     asyncio.run(run())
 

@@ -212,6 +212,10 @@ class KernelscopeApp(AppKeys, App):
         """A bundle folder opens; anything else is taken as a target to capture."""
         if Path(value).expanduser().exists():
             self.open_bundle(value)
+        elif "::" not in value and ("/" in value or value.endswith(".py") or value.startswith("~")):
+            # A path that is not there: no capture to start (it said "name the function too").
+            self.notify(f"no such folder or file: {value} (open a bundle folder, or capture a sample name "
+                        "or path/to/file.py::function)", severity="error")
         else:
             from kernelscope.ui.capture_request import CaptureRequest
 

@@ -86,9 +86,14 @@ def recent_captures(limit: int = 20) -> list[Path]:
 
 def capture_summary(folder: Path) -> str:
     """One line for a recent capture, what tells two captures of one function apart first:
-    ``add_relu 14:02:31 · f32[64], f32[64] · 1 kernel · src 3fa2 · cpu · default``, read from its
-    bundle.json as plain JSON (the gallery's first frame needs no bundle code); the folder name when the
-    manifest cannot be read."""
+    ``add_relu 14:02:31 · f32[64], f32[64] · 1 kernel · source hash 3fa2 · cpu · default · in the cache``,
+    read from its bundle.json as plain JSON (the gallery's first frame needs no bundle code); the folder
+    name when the manifest cannot be read."""
+    return " · ".join(capture_summary_parts(folder))
+
+
+def capture_summary_parts(folder: Path) -> list[str]:
+    """capture_summary's parts, each whole: the gallery breaks its lines between them."""
     import hashlib
     import json
     import time
@@ -99,9 +104,9 @@ def capture_summary(folder: Path) -> str:
         data = json.loads((folder / "bundle.json").read_text(encoding="utf-8"))
         mtime = (folder / "bundle.json").stat().st_mtime
     except (OSError, ValueError):
-        return folder.name
+        return [folder.name]
     if not isinstance(data, dict):
-        return folder.name
+        return [folder.name]
     from kernelscope.bundle.origin import CAPTURE, origin_of, short_name
 
     target, options = data.get("target") or {}, data.get("options") or {}
@@ -110,8 +115,11 @@ def capture_summary(folder: Path) -> str:
     name = short_name(target) if target else folder.name
     origin = origin_of(target)
     flags = [] if origin == CAPTURE else [origin]  # run, record, open: what it came from
-    flags += [options.get("device") or (data.get("environment") or {}).get("device") or "?",
-              options.get("mode") or "default"]
+    environment = data.get("environment") if isinstance(data.get("environment"), dict) else {}
+    preview = environment.get("preview") if isinstance(environment.get("preview"), dict) else {}
+    # A preview was generated for a GPU it never ran on: its device says cuda, what it is says PREVIEW.
+    flags += [f"PREVIEW {preview['arch']}" if preview.get("arch") else
+              options.get("device") or environment.get("device") or "?", options.get("mode") or "default"]
     flags += [k for k in ("dynamic", "fullgraph", "backward") if options.get(k)]
     now = time.time()
     when = time.strftime("%H:%M:%S" if time.localtime(mtime)[:3] == time.localtime(now)[:3] else "%Y-%m-%d %H:%M",
@@ -124,10 +132,46 @@ def capture_summary(folder: Path) -> str:
     digest = ""
     if isinstance(source, str) and source and ".." not in Path(source).parts and not Path(source).is_absolute():
         try:
-            digest = "src " + hashlib.sha1((folder / source).read_bytes()).hexdigest()[:4]
+            digest = "source hash " + hashlib.sha1((folder / source).read_bytes()).hexdigest()[:4]
         except OSError:
             digest = ""
-    status = "✗ failed · " if data.get("status", "ok") != "ok" else ""
-    parts = [f"{name} {when}", *([inputs] if inputs else []),
-             status + plural(len(data.get("kernels") or []), "kernel"), *([digest] if digest else []), *flags]
-    return " · ".join(parts)
+    status = ["✗ failed"] if data.get("status", "ok") != "ok" else []
+    return [f"{name} {when}", *([inputs] if inputs else []), *status, plural(len(data.get("kernels") or []), "kernel"),
+            *flags, where_kept(folder), *([digest] if digest else [])]
+
+
+def where_kept(folder: Path) -> str:
+    """``in the cache`` for the UI's own captures, else the folder (``~/`` for the home folder)."""
+    if folder.parent == cache_dir() / "captures":
+        return "in the cache"
+    try:
+        return "~/" + str(folder.relative_to(Path.home()))
+    except ValueError:
+        return str(folder)
+
+
+def summary_lines(parts: list[str], width: int, most: int = 5) -> list[str]:
+    """``parts`` joined with `` · `` in lines of at most ``width`` cells, broken between parts (a long
+    list of inputs between its shapes, a long folder in its middle), never inside a shape or a number;
+    at most ``most`` lines, the last ending in … when the rest did not fit."""
+    import re
+
+    from kernelscope.units import shorten_middle
+
+    words: list[tuple[str, str]] = []  # (glue before it, text)
+    for part in parts:
+        pieces = re.split(r"(?<=\],) |(?<=;) ", part) if len(part) > width else [part]
+        for j, piece in enumerate(pieces):
+            words.append((" " if j else " · ", piece if len(piece) <= width else shorten_middle(piece, width)))
+    lines: list[str] = []
+    for glue, word in words:
+        if lines and len(lines[-1]) + len(glue) + len(word) <= width:
+            lines[-1] += glue + word
+        else:
+            lines.append(word)
+    if len(lines) > most:  # the last line kept ends in …, a whole fact dropped to make room for it
+        lines = lines[:most]
+        while len(lines[-1]) + 2 > width and " · " in lines[-1]:
+            lines[-1] = lines[-1].rsplit(" · ", 1)[0]
+        lines[-1] = lines[-1][: width - 2] + " …"
+    return lines

@@ -57,7 +57,8 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
         flags.insert(0, f"from {t['origin']}")
     counts, kinds = count_parts(b)
     compile_s = b.timings.get("compile_and_first_call")
-    failed = f"✗ FAILED: {b.error}" if b.status != "ok" else ""
+    failures = failure_wordings(b) if b.status != "ok" else [""]
+    failed = failures[0]
     before = (f"before: {plural(len(previous.kernels), 'kernel')}, {plural(len(previous.graphs), 'graph')}"
               if previous is not None else "")
 
@@ -83,11 +84,26 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
     text = build(*tries[0])
     if width is None:
         return text
-    for attempt in tries:
-        text = build(*attempt)
-        if len(text) <= width:
-            return text
+    for failed in failures:  # the failure said shorter only once every detail is dropped
+        for attempt in tries:
+            text = build(*attempt)
+            if len(text) <= width:
+                return text
+            if failed and len(text.replace("  │  ", " │ ")) <= width:
+                return text.replace("  │  ", " │ ")
     return text.replace("  │  ", " │ ")
+
+
+def failure_wordings(b: Bundle) -> list[str]:
+    """A failure said in whole words, longest first: the error, without its parenthesis, from each of
+    its ``: `` on (``RuntimeError: loss went NaN at step 3``), then a pointer to the Info pane."""
+    error = " ".join((b.error or "").split())
+    out = [f"✗ FAILED: {error}"] if error else []
+    plain = error.split(" (", 1)[0] if error.endswith(")") else error
+    while plain:
+        out.append(f"✗ FAILED: {plain}")
+        plain = plain.partition(": ")[2]
+    return [*dict.fromkeys(out), "✗ FAILED (7 Info says why)", "✗ FAILED"]
 
 
 FACT_WIDTH = 34  # the value column of a fact: the Info pane beside two others at 160 columns shows 46 cells
@@ -99,8 +115,12 @@ def wrapped_fact(label: str, value: str, suffix: str = "", width: int = FACT_WID
     tells kernels apart), its continuation lines under the value."""
     lines, rest = [], value
     while len(rest) > width:
-        cut = max(rest.rfind("_", 0, width) + 1, rest.rfind(", ", 0, width) + 2)
-        cut = cut if cut > width // 3 else width
+        # Between arguments first (``arg1_`` / ``1`` split a name), else after an ``_`` that a word
+        # follows (not ``arg1_`` before its number), else after any ``_``.
+        comma = rest.rfind(", ", 0, width) + 2
+        word = max((i + 1 for i in range(width - 1) if rest[i] == "_" and not rest[i + 1].isdigit()), default=0)
+        under = rest.rfind("_", 0, width) + 1
+        cut = next((c for c in (comma, word, under) if c > width // 3), width)
         lines.append(rest[:cut].rstrip())
         rest = rest[cut:]
     lines.append(rest)

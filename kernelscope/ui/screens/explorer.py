@@ -90,8 +90,8 @@ class ExplorerScreen(ExplorerActions, Screen):
     ]
 
     # The footer shows the focused pane's keys first, then ? (every key), then these: at 80 columns
-    # only six or seven fit.
-    HEADLINE_ACTIONS = ("pipeline", "bench", "diff")
+    # only six or seven fit, and how to leave is one of them.
+    HEADLINE_ACTIONS = ("back", "pipeline", "bench", "diff")
 
     @property
     def active_bindings(self):

@@ -19,6 +19,7 @@ from kernelscope.ui.messages import CaptureRequested, EditRequested, OpenAnythin
 from kernelscope.ui.screens.resume import first_resume_styled
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.fitted_line import FittedLine
 from kernelscope.ui.widgets.key_footer import KeyFooter
 
 
@@ -61,8 +62,10 @@ class GalleryScreen(Screen):
         self.recent = recent_captures()
 
     def compose(self) -> ComposeResult:
-        yield Static("kernelscope · what did torch.compile do to your function?  "
-                     "Pick a sample (enter captures it), or open a capture.", id="summary", markup=False)
+        yield FittedLine("kernelscope · what did torch.compile do to your function?  "
+                         "Pick a sample (enter captures it), or open a capture.",
+                         "kernelscope · Pick a sample (enter captures it), or open a capture (o).",
+                         "Pick a sample (enter captures it), or o: open a capture.", id="summary")
         with Horizontal(id="gallery"):
             with Vertical(id="gallery-left"):
                 samples = OptionList(*[Option(sample_label(t), id=t.name) for t in self.samples], id="samples")
@@ -82,6 +85,7 @@ class GalleryScreen(Screen):
 
     def on_resize(self) -> None:
         self._fit_labels()
+        self.call_after_refresh(self._fill_recent, self.query_one("#recent", OptionList))
 
     def _fit_labels(self) -> None:
         """Each sample's description cut to the list's width: an OptionList wraps a long prompt onto a
@@ -95,15 +99,18 @@ class GalleryScreen(Screen):
             samples.replace_option_prompt_at_index(i, sample_label(t, room))
 
     def _fill_recent(self, recent: OptionList) -> None:
-        from kernelscope.ui.paths import capture_summary
+        """Each capture in lines broken between its facts: the list wrapped a long one inside a shape."""
+        from kernelscope.ui.paths import capture_summary_parts, summary_lines
 
+        width = recent.scrollable_content_region.width or 36
+        highlighted = recent.highlighted
         recent.clear_options()
-        recent.add_options([Option(Text(capture_summary(p), no_wrap=True, overflow="ellipsis"), id=str(p))
-                            for p in self.recent])
+        recent.add_options([Option(Text("\n".join(summary_lines(capture_summary_parts(p), width)), no_wrap=True,
+                                        overflow="ellipsis"), id=str(p)) for p in self.recent])
         if not self.recent:
             recent.add_option(Option("(none yet: captures land in the kernelscope cache)", disabled=True))
-        else:
-            recent.highlighted = 0  # tab then enter opens the newest (nothing was highlighted: enter did nothing)
+        else:  # tab then enter opens the newest (nothing was highlighted: enter did nothing)
+            recent.highlighted = highlighted if highlighted is not None and highlighted < len(self.recent) else 0
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Back from a capture (or anything else): list the captures made since."""
@@ -116,7 +123,8 @@ class GalleryScreen(Screen):
             self._fill_recent(self.query_one("#recent", OptionList))
 
     def on_mount(self) -> None:
-        self.call_after_refresh(self._fit_labels)  # once the list has its width
+        self.call_after_refresh(self._fit_labels)  # once the lists have their width
+        self.call_after_refresh(self._fill_recent, self.query_one("#recent", OptionList))
         self.set_focus(self.query_one("#samples", OptionList))  # now, not a message later (first frame)
         if self.samples:
             self.query_one("#samples", OptionList).highlighted = 0  # its OptionHighlighted shows the preview

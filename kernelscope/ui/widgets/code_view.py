@@ -48,7 +48,8 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
         Binding("slash", "search", "Search"),
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Prev match", show=False),
-        Binding("m", "next_mark(1)", "Mark"),  # short: the footer at 80 columns (M: previous)
+        # Marks are lines highlighted for the selection (the selected kernel's): m and M move between them.
+        Binding("m", "next_mark(1)", "Next mark"),
         Binding("M", "next_mark(-1)", "Prev mark", show=False),
         Binding("y", "copy", "Copy"),
     ]
@@ -307,6 +308,7 @@ class CodeView(StableScrollbars, ScrollView, can_focus=True):
     def action_next_mark(self, direction: int) -> None:
         if not self._mark_list:
             self.app.bell()
+            self.notify("no marked lines in this pane: m and M move between the highlighted lines", timeout=3)
             return
         if direction > 0:
             after = [i for i in self._mark_list if i > self.cursor]

@@ -1,0 +1,202 @@
+"""Pilot tests at 80x24: every line a newcomer reads fits or breaks at a word (never inside a name, a path
+or a number), the keys offered are the keys that work, and a dead end says what it is."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kernelscope.ui.app import make_app
+
+from .conftest import GPU_FIXTURES, REPO
+
+NARROW = (80, 24)
+TWO_CALLS = REPO / "tests" / "fixtures" / "cpu" / "add_relu_two_calls"
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+
+
+def drive(what, steps, size=NARROW):
+    async def run():
+        app = make_app(str(what) if what is not None else None)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            await steps(pilot, app)
+
+    asyncio.run(run())
+
+
+def rendered(app, selector: str) -> str:
+    return str(app.screen.query_one(selector).render())
+
+
+def notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def until(pilot, predicate, timeout: float = 10) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out waiting for the UI"
+        await pilot.pause(0.1)
+
+
+def test_the_gallery_title_fits_and_says_how_to_open():
+    async def steps(pilot, app):
+        title = rendered(app, "#summary")
+        assert title == "kernelscope · Pick a sample (enter captures it), or open a capture (o).", title
+        await pilot.resize_terminal(160, 48)
+        await pilot.pause()
+        assert "what did torch.compile do to your function?" in rendered(app, "#summary")
+
+    drive(None, steps)
+
+
+def test_open_of_a_missing_folder_says_no_such_folder_and_starts_no_capture(tmp_path):
+    from kernelscope.ui.screens.gallery import GalleryScreen
+
+    async def steps(pilot, app):
+        await pilot.press("o")
+        await pilot.pause()
+        for ch in str(tmp_path / "gone"):
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, GalleryScreen)
+        assert any(n.startswith(f"no such folder or file: {tmp_path / 'gone'}") for n in notices(app)), notices(app)
+        assert not any("name the function too" in n for n in notices(app))
+
+    drive(None, steps)
+
+
+def test_the_editor_on_a_shipped_sample_saves_as_a_new_file_and_leaves_the_sample(tmp_path):
+    from kernelscope.ui.screens.dialogs import PromptScreen
+    from kernelscope.ui.screens.editor import EditorScreen
+
+    async def steps(pilot, app):
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, EditorScreen))
+        await pilot.pause(0.2)
+        editor = app.screen
+        sample = editor.origin_file
+        shipped = sample.read_text()
+        status = rendered(app, "#editor-status")
+        assert len(status) <= NARROW[0] - 2 and "ctrl+s" in status, status
+        assert len(rendered(app, "#summary")) <= NARROW[0] - 2
+        footer = [f"{k.key_display} {k.description}" for k in app.screen.query_one("KeyFooter").items]
+        assert "^s Save as…" in footer and not any("Save to your file" in f for f in footer), footer
+        editor.query_one("TextArea").insert("# mine\n", (0, 0))
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, PromptScreen))
+        prompt = app.screen.query_one("Input")
+        prompt.value = str(tmp_path / "mine.py")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert (tmp_path / "mine.py").read_text().startswith("# mine\n")
+        assert sample.read_text() == shipped
+        assert any(n.startswith(f"saved {tmp_path / 'mine.py'}") for n in notices(app)), notices(app)
+
+    drive(None, steps)
+
+
+def _failed_copy(tmp_path: Path) -> Path:
+    folder = tmp_path / "failed"
+    shutil.copytree(TWO_CALLS, folder)
+    data = json.loads((folder / "bundle.json").read_text())
+    data["status"] = "failed"
+    data["error"] = ("the program exited with status 1: RuntimeError: loss went NaN at step 3 (the traceback "
+                     "is in the bundle's logs/stderr.txt)")
+    (folder / "bundle.json").write_text(json.dumps(data))
+    return folder
+
+
+def test_a_failed_bundles_header_keeps_the_error_in_whole_words(tmp_path):
+    async def steps(pilot, app):
+        header = rendered(app, "#summary")
+        assert len(header) <= NARROW[0] - 2 and header.endswith(" │  ✗ FAILED"), header  # not "exited with"
+        await pilot.resize_terminal(100, 24)
+        await pilot.pause()
+        assert rendered(app, "#summary").endswith(" │ ✗ FAILED: loss went NaN at step 3"), rendered(app, "#summary")
+        await pilot.resize_terminal(120, 24)
+        await pilot.pause()
+        assert rendered(app, "#summary").endswith("  │  ✗ FAILED: RuntimeError: loss went NaN at step 3")
+
+    drive(_failed_copy(tmp_path), steps)
+
+
+def test_the_info_pane_breaks_a_launch_between_its_arguments():
+    async def steps(pilot, app):
+        await pilot.press("7")
+        await pilot.pause()
+        from .test_ui_newcomer import screen_rows
+
+        rows = screen_rows(app)
+        assert any(r.rstrip().endswith("│ launch      cpp_fused_add_relu_0(arg0_1,") for r in rows), rows
+        assert any(r.rstrip().endswith("│             arg1_1, buf0)") for r in rows), rows  # not "arg1_" / "1, buf0)"
+
+    drive(TWO_CALLS, steps)
+
+
+def test_the_explorer_footer_says_how_to_leave_and_m_says_when_there_is_no_mark():
+    async def steps(pilot, app):
+        footer = [f"{k.key_display} {k.description}" for k in app.screen.query_one("KeyFooter").items
+                  if k.end <= NARROW[0]]
+        assert "esc Back" in footer, footer
+        await pilot.press("6")  # the breaks pane: this capture has none, so nothing is marked there
+        await pilot.press("5")
+        await pilot.pause()
+        footer = [f"{k.key_display} {k.description}" for k in app.screen.query_one("KeyFooter").items]
+        assert "m Next mark" in footer and "m Mark" not in footer, footer
+
+    drive(TWO_CALLS, steps)
+
+
+def test_m_in_a_pane_without_marks_says_so():
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    async def steps(pilot, app):
+        await pilot.press("5")
+        await pilot.pause()
+        view = app.focused
+        assert isinstance(view, CodeView)
+        view.set_marks(range(0))
+        await pilot.press("m")
+        await pilot.pause()
+        assert any(n.startswith("no marked lines in this pane") for n in notices(app)), notices(app)
+
+    drive(TWO_CALLS, steps)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_bench_views_k_is_offered_with_a_gpu_only_and_opens_ready_for_the_value(device, monkeypatch):
+    monkeypatch.setenv("KERNELSCOPE_DEVICE", device)
+
+    async def steps(pilot, app):
+        await pilot.press("b")
+        await pilot.pause()
+        footer = [k.key_display for k in app.screen.query_one("KeyFooter").items]
+        status = rendered(app, "#bench-status")
+        if device == "cpu":  # k reruns one Triton kernel: it needs a CUDA GPU
+            assert "k" not in footer and "k: one kernel" not in status, (footer, status)
+            await pilot.press("k")
+            await pilot.pause()
+            assert not app.screen.query_one("#bench-kernel").has_class("-shown")
+            return
+        assert "k" in footer and "k: one kernel" in status, (footer, status)
+        await pilot.press("k")
+        await pilot.pause()
+        box = app.screen.query_one("#bench-kernel")
+        assert box.value == "triton_poi_fused_add_relu_0 XBLOCK="
+        await pilot.press("5", "1", "2")
+        assert box.value == "triton_poi_fused_add_relu_0 XBLOCK=512"  # typed after the name, not over it
+
+    drive(GPU_FIXTURES / "add_relu", steps)
