@@ -98,8 +98,9 @@ class BenchView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(self._idle_status(), id="bench-status", markup=False)
+        # Not selected on focus: the value typed after the name would replace the name.
         yield KernelInput(placeholder="kernel name and changes, e.g. triton_poi_fused_add_relu_0 XBLOCK=512 "
-                          "num_warps=8  (enter: run, escape: close)", id="bench-kernel")
+                          "num_warps=8  (enter: run, escape: close)", id="bench-kernel", select_on_focus=False)
         with ScrollableContainer(id="bench-scroll", can_focus=False):
             yield Static(self.results_text(), id="bench-text", markup=False)
 
@@ -127,8 +128,17 @@ class BenchView(Vertical):
         state = f"last run {when}" if when else "not benched yet"
         captured = bundle_device(self.bundle)
         device = self.device + (f" (re-captured there; captured on {captured})" if self.device != captured else "")
-        return (f"{state} · r: eager vs compiled on {device} · v: device · w: sweep sizes · k: one kernel "
-                "changed · c: cancel · ←→: scroll")
+        kernel = " · k: one kernel changed" if self.can_rerun_a_kernel() else ""
+        return f"{state} · r: eager vs compiled on {device} · v: device · w: sweep sizes{kernel} · c: cancel · ←→: scroll"
+
+    def can_rerun_a_kernel(self) -> bool:
+        """``k`` reruns one Triton kernel with changed launch values: a CUDA GPU and a Triton kernel only."""
+        from kernelscope.ui.host import has_cuda_gpu
+
+        return any(k.lang == "triton" for k in self.bundle.kernels) and has_cuda_gpu()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.can_rerun_a_kernel() if action == "kernel" else True
 
     def _set_status(self, text: str) -> None:
         self.query_one("#bench-status", Static).update(text)
@@ -188,6 +198,7 @@ class BenchView(Vertical):
             box.value = f"{first} XBLOCK=" if first else ""
         box.add_class("-shown")
         box.focus()
+        box.cursor_position = len(box.value)  # after "NAME XBLOCK=": the value is typed next
 
     @on(Input.Submitted, "#bench-kernel")
     def _kernel_submitted(self, event: Input.Submitted) -> None:
