@@ -73,6 +73,9 @@ def test_show_of_an_aoti_bundle_prints_kernels_nodes_and_lines_and_offers_no_ben
     assert re.search(r"cpp_fused_relu_0  \(cpp; .*\)\n\s+fx nodes: fc2_bias, relu\n\s+aten: aten.relu\n"
                      r"\s+line aoti_mlp.py:14: h = torch.relu\(self.fc1\(x\)\)", text), text
     assert "can: report; diff" in text  # AOTInductor's C++ is not something bench can run
+    fusion = kernelscope_cmd("show", str(out), "--fusion").stdout  # the fusion view reads AOTInductor's launches
+    assert "1. cpp_fused_relu_0 -> addmm (library call)   1.1 KB, 4 transfers   [aoti-inference]" in fusion
+    assert "the matmul (aoti_torch_cpu_addmm_out) is a library call" in " ".join(fusion.split())
     timed = kernelscope_cmd("show", str(out), "--compile").stdout  # AOTInductor's phases name no Dynamo compile
     assert re.search(r"^graph aoti-inference: \d+\.\d+ s", timed, re.M) and "code generation" in timed, timed
     wrapper = kernelscope_cmd("show", str(out), "--artifact", "output_code").stdout

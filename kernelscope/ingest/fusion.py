@@ -151,6 +151,9 @@ def display_name(name: str, lang: str) -> str:
     op = name.rsplit(".", 1)[-1]
     if name.startswith("torch.ops."):
         op = name.split(".")[3] if name.count(".") >= 3 else op
+    m = re.fullmatch(r"aoti_torch_(?:cpu|cuda|xpu|mps)_(\w+?)(?:_out)?", name)  # AOTInductor's C shim of an aten op
+    if m:
+        op = m.group(1)
     return f"{op} (library call)"
 
 
