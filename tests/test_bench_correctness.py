@@ -34,3 +34,60 @@ def test_a_wrong_in_place_write_is_named():
     assert not verdict["ok"]
     assert len(verdict["problems"]) == 1
     assert verdict["problems"][0].startswith("input 0 as written in place: compiled's rmse vs float64 ")
+
+
+def test_an_attention_ops_rng_state_is_not_compared_as_a_result():
+    """The philox seed and offset a fused attention op returns (saved for its backward) hold whatever the kernel
+    left there with dropout off: compared, they made an H100 Llama training step's correct code a MISMATCH."""
+    import operator
+
+    import torch.fx as fx
+
+    from kernelscope.bench.bundle_correctness import attention_state_outputs
+
+    g = fx.Graph()
+    q = g.placeholder("q")
+    attn = g.call_function(torch.ops.aten._scaled_dot_product_efficient_attention.default, (q, q, q, None, True))
+    flash = g.call_function(torch.ops.aten._scaled_dot_product_flash_attention.default, (q, q, q))
+    outs = [g.call_function(operator.getitem, (attn, i)) for i in range(4)]
+    outs += [g.call_function(operator.getitem, (flash, i)) for i in (0, 1, 6, 7)]
+    g.output(tuple(outs + [q]))
+    assert attention_state_outputs(fx.GraphModule(torch.nn.Module(), g)) == {2, 3, 6, 7}
+
+
+def test_synthetic_weights_have_a_weights_scale():
+    """Unit-variance weights grow a transformer's activations past bf16's range in a few layers: a 2-D input
+    is drawn with 1/sqrt(its last dim), as nn.Linear initialises a weight; a vector stays unit-variance."""
+    from kernelscope.bench.bundle_tensors import make_input
+
+    torch.manual_seed(0)
+    w = make_input({"kind": "tensor", "name": "w", "dtype": "float32", "shape": [512, 256], "stride": [256, 1]}, "cpu")
+    b = make_input({"kind": "tensor", "name": "b", "dtype": "float32", "shape": [4096], "stride": [1]}, "cpu")
+    assert abs(w.std().item() - 1 / 16) < 0.005 and abs(b.std().item() - 1.0) < 0.05
+
+
+def test_fused_attention_runs_in_float64_for_the_reference_as_the_math_it_stands_for():
+    """A training step's graphs call the fused attention kernels, which have no float64: the reference run
+    gets their math, laid out as the kernels lay it out, and its gradients (an fp32 Llama's bench had none)."""
+    import torch.nn.functional as F
+
+    from kernelscope.bench.reference_attention import reference_aten
+
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 8, 16, dtype=torch.float64) for _ in range(3))
+    aten = reference_aten()
+    out, lse, seed, offset = aten._scaled_dot_product_efficient_attention.default(q, k, v, None, True, 0.0,
+                                                                                  True, scale=0.25)
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.25)
+    assert torch.allclose(out, want) and out.transpose(1, 2).is_contiguous()  # (batch, seq, heads, dim) in memory
+    assert lse.shape == (2, 4, 32) and seed.numel() == 1  # log-sum-exp rows padded to 32, as the kernel's
+    grad = torch.randn_like(out)
+    got = aten._scaled_dot_product_efficient_attention_backward.default(
+        grad, q, k, v, None, out, lse, seed, offset, 0.0, [True, True, True, False], True, scale=0.25)
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    F.scaled_dot_product_attention(*leaves, is_causal=True, scale=0.25).backward(grad)
+    for mine, theirs in zip(got[:3], leaves):
+        assert torch.allclose(mine, theirs.grad)
+    assert got[3] is None
+    flash = aten._scaled_dot_product_flash_attention.default(q, k, v, 0.0, False, scale=0.25)
+    assert torch.allclose(flash[0], F.scaled_dot_product_attention(q, k, v, scale=0.25))

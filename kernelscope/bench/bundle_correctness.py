@@ -28,6 +28,33 @@ from kernelscope.bench.bundle_tensors import copy_set, make_input
 from kernelscope.bench.correctness import compare
 
 HALF = (torch.float16, torch.bfloat16)
+# Outputs of the fused attention ops that are the state of their dropout RNG (philox seed and offset) or a
+# debug mask, not a result: with dropout off they are whatever the kernel left there, so they differ
+# between any two calls (an H100 Llama training step: "integer results differ" on correct code).
+_ATTENTION_STATE = {"_scaled_dot_product_efficient_attention": (2, 3),
+                    "_scaled_dot_product_flash_attention": (6, 7, 8),
+                    "_scaled_dot_product_cudnn_attention": (6, 7, 8)}
+
+
+def attention_state_outputs(graph_module: Any) -> set[int]:
+    """Positions of a graph's outputs that are an attention op's RNG state (see _ATTENTION_STATE)."""
+    import operator
+
+    graph = getattr(graph_module, "graph", None)
+    out_node = next((n for n in graph.nodes if n.op == "output"), None) if graph is not None else None
+    if out_node is None:
+        return set()
+    values = out_node.args[0] if isinstance(out_node.args[0], (tuple, list)) else [out_node.args[0]]
+    skip = set()
+    for i, node in enumerate(values):
+        if getattr(node, "op", None) != "call_function" or node.target is not operator.getitem:
+            continue
+        src, index = node.args[0], node.args[1]
+        name = str(getattr(src, "target", ""))
+        for op, positions in _ATTENTION_STATE.items():
+            if op in name and index in positions:
+                skip.add(i)
+    return skip
 
 
 class GraphResults:
@@ -39,6 +66,7 @@ class GraphResults:
         self.inputs: list[list[Any]] = []  # per graph: its own inputs (None for a saved one) as it left them
         self.before: list[list[Any]] = []  # the same, as they went in
         self.outputs_per_graph: list[int] = []
+        self.state_outputs = 0  # attention RNG state left out (see _ATTENTION_STATE)
 
 
 def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
@@ -58,8 +86,10 @@ def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
             outs[g.id] = result
             names = g.plan.get("outputs") or []
             count = 0
+            state = attention_state_outputs(getattr(g, "graph_module", None))
+            got.state_outputs += len(state)
             for i, t in enumerate(result):
-                if isinstance(t, torch.Tensor):
+                if isinstance(t, torch.Tensor) and i not in state:
                     name = names[i] if i < len(names) and names[i] not in ("None", "") else ""
                     got.tensors.append(t.detach().clone())
                     got.labels.append(f"{g.id} output {i}" + (f" ({name})" if name else ""))
@@ -122,6 +152,9 @@ def _compared(graphs: list, got: GraphResults, written: list[tuple[int, int]]) -
         if w:
             what.append(f"{w} input{'s' if w != 1 else ''} as it wrote them in place")
         parts.append(f"{g.id}: " + ", ".join(what))
+    if got.state_outputs:
+        parts.append(f"left out: {got.state_outputs} attention RNG-state output{'s' if got.state_outputs != 1 else ''} "
+                     "(philox seed and offset, not results)")
     return "; ".join(parts) + "; synthetic random inputs"
 
 

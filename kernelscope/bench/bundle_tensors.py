@@ -157,7 +157,13 @@ def make_input(spec: dict[str, Any], device: str, double: bool = False) -> Any:
         flat = flat.to(dtype)
     elif dtype.is_floating_point or dtype.is_complex:
         make = torch.float32 if dtype.itemsize == 1 else dtype
-        flat = torch.randn(needed, dtype=make, device=device).to(dtype)
+        flat = torch.randn(needed, dtype=make, device=device)
+        if len(shape) >= 2 and shape[-1] > 1:
+            # A weight's scale (1/sqrt(fan-in), as nn.Linear's init): unit-variance weights grow a transformer's
+            # activations ~sqrt(width) per matmul, to 1e18 and past bf16's range within a few layers (an H100
+            # Llama training step: NaN on both sides and a false MISMATCH); an activation is only made smaller.
+            flat = flat * (1.0 / shape[-1] ** 0.5)
+        flat = flat.to(dtype)
         if double:
             flat = flat.double()
     else:

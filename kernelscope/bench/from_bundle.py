@@ -116,7 +116,10 @@ def fx_torch(float_as: torch.dtype | None = None) -> SimpleNamespace:
     if float_as is not None:
         constants.update({name: float_as for name, value in constants.items()
                           if value in (torch.float16, torch.bfloat16, torch.float32)})
-    return SimpleNamespace(ops=SimpleNamespace(aten=torch.ops.aten, prims=torch.ops.prims),
+    from kernelscope.bench.reference_attention import reference_aten
+
+    aten = reference_aten() if float_as is torch.float64 else torch.ops.aten  # fused attention has no float64
+    return SimpleNamespace(ops=SimpleNamespace(aten=aten, prims=torch.ops.prims),
                            nn=SimpleNamespace(Module=torch.nn.Module), **constants)
 
 

@@ -135,7 +135,8 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     rec["l2_flushed"] = {k: flushed[k] for k in ("how", "skipped") if k in flushed}
     total = matched["total_us"] + (copies["us"] if copy_events else 0.0)
     rec["sum_check"] = sum_check([r["us"] for r in per_launch], total,
-                                 copies_us=copies["us"] if copy_events else 0.0)
+                                 copies_us=copies["us"] if copy_events else 0.0,
+                                 memsets_us=sum(u["us"] for u in matched["unclaimed"] if u.get("memset")))
     captured_on = ("a preview for " + bundle.preview["arch"] if bundle.preview else
                    "a capture on " + bundle_device(bundle))
     if bundle.preview or bundle_device(bundle) != device:

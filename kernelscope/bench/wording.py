@@ -31,8 +31,11 @@ def sum_check_lines(rec: dict[str, Any]) -> list[str]:
     if not c:
         return []
     verdict = "OK" if c["ok"] else "MISMATCH"
-    copies = (f" + CUDA-graph input copies {fmt_us(c['copies_us'])} = {fmt_us(c['launches_us'] + c['copies_us'])}"
-              if c.get("copies_us") else "")
+    extras = [(what, c[key]) for key, what in (("copies_us", "CUDA-graph input copies"),
+                                               ("memsets_us", "memsets no launch names")) if c.get(key)]
+    copies = "".join(f" + {what} {fmt_us(us)}" for what, us in extras)
+    if extras:
+        copies += f" = {fmt_us(c['launches_us'] + sum(us for _, us in extras))}"
     line = (f"sum check {verdict}: per-launch times add up to {fmt_us(c['launches_us'])}{copies} per call, the "
             f"profiler's device total is {fmt_us(c['total_us'])} ({c['diff_pct']:+.1f}%, within 1% is OK); "
             f"{c['launches'] - c['untimed']} of {c['launches']} launches timed")
