@@ -20,6 +20,9 @@ class Story:
     compiled_transfers: int | None = None
     eager_us: float | None = None  # measured median end to end, when benched
     compiled_us: float | None = None
+    eager_device_us: float | None = None  # the same call's kernels alone (the profiler's device time)
+    compiled_device_us: float | None = None
+    inputs: tuple[str, ...] = ()  # the shapes it was measured at
     device: str = ""  # where it was measured
     source: str = ""  # "bench" (stored) or "graphs" (computed now)
     problem: str = ""  # why there are no counts
@@ -36,7 +39,20 @@ class Story:
             return "not benched: `kernelscope bench BUNDLE` measures it"
         speed = self.eager_us / self.compiled_us if self.compiled_us else 0.0
         where = f" on {self.device}" if self.device else ""
-        return f"measured{where}: eager {_time(self.eager_us)}  →  compiled {_time(self.compiled_us)}  ({speed:.2f}x)"
+        line = f"measured{where}: eager {_time(self.eager_us)}  →  compiled {_time(self.compiled_us)}  ({speed:.2f}x)"
+        device = self.device_line()
+        return f"{line}\n{device}" if device else line
+
+    def device_line(self) -> str:
+        """The kernels' own time beside end to end, and why the two disagree when the host decides."""
+        e, c = self.eager_device_us, self.compiled_device_us
+        if e is None or c is None or not c:
+            return ""
+        line = f"kernels alone: eager {_time(e)}  →  compiled {_time(c)}  ({e / c:.2f}x)"
+        if self.compiled_us and self.eager_us and self.compiled_us > self.eager_us and c <= e:
+            line += ("; end to end is host-bound at this size (launch and Python overhead outweigh the "
+                     "kernels): larger inputs show the fusion")
+        return line
 
 
 def _time(us: float) -> str:
@@ -71,6 +87,13 @@ def story(bundle: Bundle) -> Story:
             s.compiled_us = float(run["compiled"]["e2e"]["median_us"])
         except (KeyError, TypeError, ValueError):
             s.eager_us = s.compiled_us = None
+        try:
+            s.eager_device_us = float(run["eager"]["kernel_us"])
+            s.compiled_device_us = float(run["compiled"]["kernel_us"])
+        except (KeyError, TypeError, ValueError):
+            s.eager_device_us = s.compiled_device_us = None
+        inputs = run.get("inputs")
+        s.inputs = tuple(str(x) for x in inputs) if isinstance(inputs, list) else ()
         dev = run.get("device") or {}
         s.device = str(dev.get("device_name") or dev.get("device") or "") if isinstance(dev, dict) else ""
     return s
