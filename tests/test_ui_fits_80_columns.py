@@ -200,3 +200,37 @@ def test_the_bench_views_k_is_offered_with_a_gpu_only_and_opens_ready_for_the_va
         assert box.value == "triton_poi_fused_add_relu_0 XBLOCK=512"  # typed after the name, not over it
 
     drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_the_bench_views_count_explanation_wraps_under_its_column(tmp_path):
+    from textual.widgets import Static
+
+    folder = tmp_path / "benched"
+    shutil.copytree(GPU_FIXTURES / "softmax_bench_cpu", folder)
+    data = json.loads((folder / "bundle.json").read_text())
+    run = data["extra"]["bench"]["run"]
+    run["counts_explained"] = {  # as bench/explain.py words a CPU run's counts
+        "eager": {"computed": 4, "measured": 2, "reasons": [
+            "2 ops launched nothing measured: views and reshapes of contiguous tensors, ops on Python numbers, "
+            "or ops fused inside another library call (linear = addmm)"]},
+        "compiled": {"computed": 1, "measured": 2, "reasons": [
+            "+1: cpp_fused_add_relu_0 (a kernel no launch of the bundle claimed)"]}}
+    (folder / "bundle.json").write_text(json.dumps(data))
+
+    async def steps(pilot, app):
+        await pilot.press("b")
+        await pilot.pause(0.5)
+        lines = str(app.screen.query_one("#bench-text", Static).render()).splitlines()
+        shown = app.screen.query_one("#bench-scroll").size.width - 2
+        at = next(i for i, line in enumerate(lines) if "+1:" in line)
+        assert lines[at].split()[:3] == ["compiled", "1", "2"], lines[at]
+        column = lines[at].index("+1:")
+        assert lines[at].endswith("+1: cpp_fused_add_relu_0 (a kernel no"), lines[at:at + 2]
+        assert lines[at + 1] == " " * column + "launch of the bundle claimed)", lines[at:at + 2]
+        eager = next(i for i, line in enumerate(lines) if "ops launched nothing measured" in line)
+        assert all(len(line) <= shown for line in lines[eager:at + 2]), lines[eager:at + 2]
+        # a number keeps its unit on its line
+        assert not any(line.rstrip().endswith(tuple("0123456789")) and lines[i + 1].strip().startswith(("µs", "ms"))
+                       for i, line in enumerate(lines[:-1])), lines
+
+    drive(folder, steps)

@@ -294,6 +294,14 @@ class BenchView(Vertical):
 
 
 _COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
+# A number and its unit stay on one line ("3.2" / "µs" read as two facts): joined while wrapping.
+_NUMBER_UNIT = re.compile(r"(\d) (?=(?:µs|ms|ns|s|B|KB|MB|GB|GB/s|TB/s|MHz|W|C)(?:\W|$))")
+
+
+def _wrap(text: str, width: int, **kwargs) -> list[str]:
+    joined = _NUMBER_UNIT.sub("\\1\u00a0", text)
+    return [line.replace("\u00a0", " ") for line in textwrap.wrap(joined, width, break_on_hyphens=False,
+                                                                  break_long_words=False, **kwargs)]
 
 
 def wrap_prose(text: str, width: int) -> str:
@@ -302,12 +310,22 @@ def wrap_prose(text: str, width: int) -> str:
     table rows (indented, with two or more column gaps) stay as they are, to scroll with ←→."""
     out = []
     for line in text.splitlines():
-        if len(line) <= width or (line.startswith(" ") and len(_COLUMN_GAP.findall(line)) >= 2):
+        if len(line) <= width:
             out.append(line)
             continue
+        if line.startswith(" ") and len(_COLUMN_GAP.findall(line)) >= 2:
+            # A row whose last column is a sentence (the counts' "why they differ") wraps it under that
+            # column; a row of numbers and names stays whole, to scroll with ←→.
+            last = list(_COLUMN_GAP.finditer(line))[-1].end()
+            tail = line[last:].split()
+            if len(tail) >= 4 and last <= width - 24:
+                wrapped = _wrap(" ".join(tail), width - last)
+                out += [line[:last] + wrapped[0], *(" " * last + w for w in wrapped[1:])]
+            else:
+                out.append(line)
+            continue
         indent = line[:len(line) - len(line.lstrip())]
-        out.extend(textwrap.wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ",
-                                 break_on_hyphens=False, break_long_words=False) or [line])
+        out.extend(_wrap(line.strip(), width, initial_indent=indent, subsequent_indent=indent + "  ") or [line])
     return "\n".join(out)
 
 
