@@ -133,6 +133,18 @@ def short_name(name: str, width: int = 48) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
+def fmt_rate(x: float | None) -> str:
+    """A GB/s or TFLOP/s figure with the digits that say something: ``3350``, ``25``, ``2.4``, ``0.081``
+    (a CPU's 0.08 GB/s printed as ``0`` beside its 1% of copy read as nothing moved); ``-`` for none."""
+    if x is None or x <= 0:
+        return "-"
+    if x >= 10:
+        return f"{x:.0f}"
+    if x >= 1:
+        return f"{x:.1f}"
+    return f"{x:.2g}"
+
+
 def fmt_us(us: float | None) -> str:
     if us is None:
         return "-"

@@ -26,6 +26,9 @@ FLAG_NOTES = {
              "within kernels), not from memory",
     "cache_measured": "above the copy ceiling as in the call: part of its input came from L2 (written by the "
                       "kernel before it); 'L2 flushed' is the same launch with L2 flushed first, its input from memory",
+    "above_matmul": "above the matmul ceiling, which is one square matmul of that dtype (the fastest of its runs, "
+                    "'matmul ceiling' above): this launch's shape or library path ran faster than the square one "
+                    "did, or the host was busier when the ceiling was measured; --remeasure measures it again",
 }
 
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.bench import torch_private
+from kernelscope.bench import cpp_kernel_names, torch_private
 from kernelscope.bench.bundle_correctness import correctness
 from kernelscope.bench.bundle_plan import record_part
 from kernelscope.bench.bundle_tensors import check_fx_agrees, check_inputs, copy_set, make_input, set_bytes
@@ -55,8 +55,6 @@ class GraphRun:
         self.call = self.module.call
         self.graph_module = _fx_module(Path(plan["eager_fx"]), self.id)
         self._as: dict[torch.dtype, torch.nn.Module] = {}
-        self._kernels = {n: getattr(self.module, n) for n in dir(self.module)
-                         if n.startswith("cpp_") and callable(getattr(self.module, n))}
 
     def compiled(self, args: list) -> Any:
         return self.call(list(args))  # call() clears the list it is given
@@ -70,20 +68,6 @@ class GraphRun:
         if dtype not in self._as:
             self._as[dtype] = _fx_module(Path(self.plan["eager_fx"]), self.id, float_as=dtype)
         return self._as[dtype]
-
-    def name_cpp_kernels(self, on: bool) -> None:
-        """On the CPU, the output code's C++ kernels carry no profiler record of their own (Inductor adds
-        one only when it generates them with cpp.enable_kernel_profile): while profiling, each is wrapped
-        in a record named as Inductor names it (graph_N_cpp_...), so the per-launch match sees it."""
-        for name, fn in self._kernels.items():
-            setattr(self.module, name, _recorded(fn, f"graph_0_{name}") if on else fn)
-
-
-def _recorded(fn, label: str):
-    def run(*args, **kwargs):
-        with torch.profiler.record_function(label):
-            return fn(*args, **kwargs)
-    return run
 
 
 def _import_output_code(path: Path, work: Path, index: int, graph: str):
@@ -237,16 +221,11 @@ def run_section(request: dict, events) -> dict[str, Any]:
     looped = _time_loop(steps, sets, device, loop_gate, per_call)
     store_host_reference(request, loop_gate.reference_us())
     for name, step in steps.items():
-        if device == "cpu" and name == "compiled":
-            for g in graphs:
-                g.name_cpp_kernels(True)
-        try:
+        # The output code's C++ kernels in profiler records of their names (bench/cpp_kernel_names.py).
+        with cpp_kernel_names.named([g.module for g in graphs] if device == "cpu" and name == "compiled" else []):
             extra = {"per_call_us": per_call.get(name)} if "per_call_us" in inspect.signature(profiled).parameters else {}
             result[name] = profiled(request, name, step, sets, timed[name], looped[name], gate, loop_gate, events,
                                     **extra)
-        finally:
-            for g in graphs:
-                g.name_cpp_kernels(False)
     return result
 
 

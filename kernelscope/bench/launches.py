@@ -235,7 +235,7 @@ def where_time_goes(rows: list[dict[str, Any]], total_us: float, unclaimed: list
         d["us"] = round(us, 3) if us is not None else None
         d["share_pct"] = round(100.0 * us / total_us, 1) if us is not None and total_us else None
         d["gbps"] = float(f"{d['bytes'] / (us * 1e-6) / 1e9:.4g}") if us and d["bytes"] else None
-        d["tflops"] = round(d["flops"] / (us * 1e-6) / 1e12, 3) if us and d["flops"] else None
+        d["tflops"] = float(f"{d['flops'] / (us * 1e-6) / 1e12:.3g}") if us and d["flops"] else None
         out.append(d)
     out.sort(key=lambda d: -(d["us"] or 0))
     return out

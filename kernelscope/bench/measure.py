@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.bench import torch_private
+from kernelscope.bench import cpp_kernel_names, torch_private
 from kernelscope.bench.ceilings import ceilings, clocks, device_facts
 from kernelscope.bench.correctness import correctness
 from kernelscope.bench.cudagraphs import SkipLog, copied_inputs, static_section, uses_cudagraphs
@@ -66,7 +66,9 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
                               "grad_mode": options.get("grad_mode"), "eval": bool(options.get("eval")),
                               "holds_modules": bool(session.modules_of(fn, module))}
     t, cached_before = time.perf_counter(), torch_private.fx_graph_cache_counts()
+    loaded_before = len(torch_private.output_code_modules())
     call_guarded(compiled, inputs, request)
+    output_code = torch_private.output_code_modules()[loaded_before:]  # this compile's (C++ kernels named)
     result["compile_s"] = round(time.perf_counter() - t, 3)
     result["compile_cache"] = torch_private.counts_since(cached_before)
     events.emit("correct", "compiled vs eager on fresh random inputs")
@@ -88,8 +90,9 @@ def run_section(request: dict, module, fn, events) -> dict[str, Any]:
     except Exception as exc:
         raise classify(exc, request) from exc
     for name, step in (("eager", eager), ("compiled", compiled)):
-        result[name] = profiled(request, name, step, sets, timed[name], looped[name], gate, loop_gate, events,
-                                per_call.get(name))
+        with cpp_kernel_names.named(output_code if name == "compiled" and device == "cpu" else []):
+            result[name] = profiled(request, name, step, sets, timed[name], looped[name], gate, loop_gate, events,
+                                    per_call.get(name))
     if device == "cuda":
         if uses_cudagraphs(options, device):
             result["compiled_flushed"] = {"skipped": "a CUDA-graph replay launches its kernels without Python, so "
@@ -114,8 +117,6 @@ def run(request: dict, events) -> dict[str, Any]:
     events.emit("start", f"torch {torch.__version__} imported", elapsed=round(t0 - request.get("t_spawn", t0), 3))
     if device == "cuda" and not torch.cuda.is_available():
         raise BenchFailure("no_gpu", "the bench asked for cuda, but torch sees no CUDA GPU here; use --device cpu")
-    if device == "cpu":
-        torch_private.enable_cpp_kernel_profile()  # C++ kernels named in the CPU profile
     facts = device_facts(device)
     request["facts"] = facts
     result: dict[str, Any] = {"device": facts, "clocks_before": clocks(device),

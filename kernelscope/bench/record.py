@@ -68,7 +68,9 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     named = {k.name for k in bundle.kernels if k.lang in ("triton", "cpp")}
     rec: dict[str, Any] = {"counts": counts, "inputs": run.get("inputs"), "compile_s": run.get("compile_s"),
                            "compile_cache": run.get("compile_cache"),
-                           "capture_compile_s": (bundle.timings or {}).get("compile_and_first_call"),
+                           # the capture's own compile, where it compiled what the bench ran (not a preview's)
+                           "capture_compile_s": (None if bundle.preview or alone or bundle_device(bundle) != device
+                                                 else (bundle.timings or {}).get("compile_and_first_call")),
                            "correctness": run.get("correctness"), "rotation": run.get("rotation"),
                            "pinned_cpu": run.get("pinned_cpu"),
                            "captured_on": device if alone else bundle_device(bundle), "notes": []}
@@ -119,7 +121,7 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
             dtype = next((t.dtype for t in launch.transfers if t.role == "write"), "")
             mm = ceil.get("matmul", {})
             top = next((v for k, v in mm.items() if k.split("+")[0] == dtype), None)
-            row.update(tflops=round(tflops, 3), pct_matmul=_round(analysis.percent(tflops, (top or {}).get("tflops"))),
+            row.update(tflops=float(f"{tflops:.3g}"), pct_matmul=_round(analysis.percent(tflops, (top or {}).get("tflops"))),
                        matmul_ceiling=(top or {}).get("tflops"))
         per_launch.append(row)
     flushed = run.get("compiled_flushed") or {}
@@ -169,7 +171,7 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     rec["per_launch_statistic"] = ("mean of the profiled calls" if device == "cuda" else
                                    "median of the profiled calls (a preempted call does not count)")
     rec["kernel_source"] = ("torch.profiler device kernels" if device == "cuda" else
-                            "torch.profiler CPU: top-level ATen ops, Inductor C++ kernels (cpp.enable_kernel_profile)")
+                            "torch.profiler CPU: top-level ATen ops, Inductor C++ kernels (a record_function around each)")
     return rec
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.bench.analysis import bar, fmt_us, short_name
+from kernelscope.bench.analysis import bar, fmt_rate, fmt_us, short_name
 from kernelscope.bench.bundle_plan import record_lines
 from kernelscope.bench.explain import FLAG_NOTES
 from kernelscope.bench.wording import (
@@ -53,11 +53,12 @@ def _pct(pct: float | None, flag: str = "") -> str:
     return f"{pct:.0f}%" + MARKS.get(flag, "")
 
 
-MARKS = {"bound": "<", "cache": "*", "cache_measured": "*"}
+MARKS = {"bound": "<", "cache": "*", "cache_measured": "*", "above_matmul": "^"}
 
 
 def flag_lines(flags: set[str]) -> list[str]:
-    return [f"  {MARKS[f]} {FLAG_NOTES[f]}" for f in ("bound", "cache", "cache_measured") if f in flags]
+    return [f"  {MARKS[f]} {FLAG_NOTES[f]}" for f in ("bound", "cache", "cache_measured", "above_matmul")
+            if f in flags]
 
 
 def where_lines(rec: dict[str, Any], limit: int = 25) -> list[str]:
@@ -73,8 +74,8 @@ def where_lines(rec: dict[str, Any], limit: int = 25) -> list[str]:
         name = ("(not a launch) " if r.get("unclaimed") else "(CUDA-graph input copies) " if r.get("input_copies")
                 else "") + r["name"]
         share = f"{r['share_pct']:.1f}%" if r.get("share_pct") is not None else "-"
-        gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
-        tf = f"{r['tflops']:.2f}" if r.get("tflops") else ""
+        gbps = fmt_rate(r.get("gbps"))
+        tf = fmt_rate(r.get("tflops")) if r.get("tflops") else ""
         if r.get("flag"):
             flags.add(r["flag"])
         out.append(f"  {short_name(name, 45):<46}{fmt_us(r.get('us')):>9}{share:>7}{r['launches']:>9g}"
@@ -119,7 +120,7 @@ def cudagraph_lines(rec: dict[str, Any]) -> list[str]:
                 if copies.get("tensors") is not None else "the inputs")
         out.append(f"  input copies: {what} into the graph's static buffers before each replay: "
                    f"{_kernels(copies['kernels_per_call'])} ({', '.join(short_name(x['name'], 40) for x in copies['names'])}),"
-                   f" {fmt_us(copies['us'])} per call" + (f", {gbps:.0f} GB/s" if gbps else "")
+                   f" {fmt_us(copies['us'])} per call" + (f", {fmt_rate(gbps)} GB/s" if gbps else "")
                    + "; not part of any kernel's time above")
     eager_n = rec["eager"].get("launches_per_call")
     out.append(f"  {'':<28}{'end-to-end':>11}{'back to back':>14}{'in kernels':>12}{'outside':>10}  launches per call")
@@ -243,10 +244,13 @@ def run_lines(rec: dict[str, Any]) -> list[str]:
             flags.add(r["flag"])
         flops = ""
         if r.get("tflops") is not None:
-            flops = f"{r['tflops']:.2f} TF"
+            flops = f"{fmt_rate(r['tflops'])} TF"
             if r.get("pct_matmul") is not None:
                 flops += f" {r['pct_matmul']:.0f}% of mm"
-        gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
+                if r["pct_matmul"] > 100:
+                    flops += "^"
+                    flags.add("above_matmul")
+        gbps = fmt_rate(r.get("gbps"))
         pct = _pct(r.get("pct_copy"), r.get("flag", ""))
         cold = ""
         if flushed:
@@ -303,7 +307,7 @@ def kernel_lines(rec: dict[str, Any]) -> list[str]:
                f"{'regs':>6}  same result")
     for r in rec["runs"]:
         blocks = " ".join(f"{k}={v}" for k, v in r["kwargs"].items())
-        gbps = f"{r['gbps']:.0f}" if r.get("gbps") else "-"
+        gbps = fmt_rate(r.get("gbps"))
         pct = f"{r['pct_copy']:.0f}%" if r.get("pct_copy") is not None else "-"
         same = "" if r.get("same_result") is None else ("yes" if r["same_result"] else "NO")
         out.append(f"  {r['config']:<9}{blocks:<26}{r['num_warps']:>6}{r['num_stages']:>7}{fmt_us(r['median_us']):>10}"

@@ -4,8 +4,8 @@ Checked against torch 2.11 / 2.13, triton 3.6 / 3.9.
 A new torch: run tests/test_quarantine.py (CPU), then tests/test_bench_cpu.py and tests/gpu on a
 GPU box; what breaks is named here, nowhere else. (The capture's are capture/torch_hooks.py.)
 
-Private names used: Inductor's ``torch._inductor.config.cpp.enable_kernel_profile`` (names C++
-kernels in the CPU profile), ``torch._dynamo.reset()`` (a fresh compile per sweep size),
+Private names used: Inductor's ``torch._inductor.codecache.PyCodeCache.modules`` (the output code
+modules loaded, whose C++ kernels bench/cpp_kernel_names.py names in the CPU profile), ``torch._dynamo.reset()`` (a fresh compile per sweep size),
 ``torch._dynamo.mark_static_address(t, guard=False)`` and the ``_dynamo_static_input_type``
 attribute it sets, Dynamo's ``counters["inductor"]["cudagraph_skips"]`` and its FX graph cache
 hit / miss counters, the ``torch._inductor``
@@ -32,11 +32,15 @@ CACHING_AUTOTUNER = ("torch._inductor.runtime.triton_heuristics", "CachingAutotu
 STATIC_INPUT_ATTR = "_dynamo_static_input_type"  # set on a tensor by mark_static_address
 
 
-def enable_cpp_kernel_profile() -> None:
-    """Inductor's C++ kernels named in the CPU profile (graph_N_cpp_...)."""
-    import torch._inductor.config as inductor_config
+def output_code_modules() -> list[Any]:
+    """The output code modules Inductor has loaded in this process (``PyCodeCache.modules``), oldest
+    first; [] where torch keeps no such list (the C++ kernels then go unnamed in the profile)."""
+    try:
+        from torch._inductor.codecache import PyCodeCache
 
-    inductor_config.cpp.enable_kernel_profile = True
+        return list(getattr(PyCodeCache, "modules", []))
+    except Exception:
+        return []
 
 
 def reset_dynamo() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelscope.bench.analysis import fmt_us, short_name
+from kernelscope.bench.analysis import fmt_rate, fmt_us, short_name
 
 
 def compile_cache_note(rec: dict[str, Any]) -> str:
@@ -18,8 +18,14 @@ def compile_cache_note(rec: dict[str, Any]) -> str:
         return ""
     hits, misses = cache.get("hits") or 0, cache.get("misses") or 0
     if hits and not misses:
-        took = rec.get("capture_compile_s")
-        then = f"; the capture's compile and first call took {took:.1f} s" if isinstance(took, (int, float)) else ""
+        took, now = rec.get("capture_compile_s"), rec.get("compile_s")
+        then = ""
+        if isinstance(took, (int, float)):
+            # Never a slower load called the fast path: say it was not faster, and what the time holds.
+            then = (f"; the capture's compile and first call took {took:.1f} s"
+                    if not isinstance(now, (int, float)) or now < took else
+                    f", yet took no less than the capture's compile and first call ({took:.1f} s): Dynamo's "
+                    "trace, loading the kernels and the first call, on this host now")
         return f": Inductor's cache held the capture's compiled graph{'s' if hits > 1 else ''}{then}"
     if hits:
         return f": {hits} graph{'s' if hits > 1 else ''} from Inductor's cache, {misses} compiled anew"
@@ -89,9 +95,13 @@ def ceiling_lines(ceil: dict[str, Any]) -> list[str]:
     out = []
     copy = ceil.get("copy")
     if copy:
-        out.append(f"copy ceiling {copy['gbps']:.0f} GB/s (measured {copy.get('measured_at', '')}: {copy['method']})")
+        out.append(f"copy ceiling {fmt_rate(copy['gbps'])} GB/s (measured {copy.get('measured_at', '')}: "
+                   f"{copy['method']})")
     for key, mm in (ceil.get("matmul") or {}).items():
-        out.append(f"matmul ceiling {key} {mm['tflops']:.1f} TFLOP/s ({mm['method']})")
+        if mm.get("tflops"):
+            out.append(f"matmul ceiling {key} {fmt_rate(mm['tflops'])} TFLOP/s ({mm['method']})")
+        else:  # a ceiling of 0 would make every % of it infinite: none is said to be none
+            out.append(f"matmul ceiling {key}: none measured ({mm.get('method', '')})")
     return out
 
 

@@ -77,6 +77,7 @@ def private_temp(work: Path) -> None:
     for name in ("TMPDIR", "TEMP", "TMP"):
         os.environ[name] = str(tmp)
     tempfile.tempdir = str(tmp)
+    compile_cache.share_precompiled_headers(tmp)  # but Inductor's precompiled header: built once per machine
 
 
 def _setup_environment(work: Path, spec: CaptureSpec) -> None:

@@ -16,6 +16,7 @@ No torch here: the capture's parent (the UI or the CLI) calls ``keep``; the chil
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -37,6 +38,31 @@ def env(root: Path) -> dict[str, str]:
     cache key: the capture needs it, so the bench sets it too or it would never hit."""
     return {"TRITON_CACHE_DIR": str(root / "triton"), "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
             "TORCHINDUCTOR_FX_GRAPH_CACHE": "1", "TORCHINDUCTOR_AUTOGRAD_CACHE": "1", "INDUCTOR_PROVENANCE": "1"}
+
+
+def share_precompiled_headers(tmp: Path, shared: Path | None = None) -> None:
+    """Link a child's private temp folder's ``torchinductor_<user>/precompiled_headers`` to the shared
+    cache's. Inductor (torch 2.13, checked; codecache._HEADER_DIR = default_cache_dir() + that name)
+    builds a precompiled header of its C++ prelude there before it loads a C++ kernel, even one from
+    its cache, and a fresh temp folder meant g++ on every capture and bench (5-20 s of a CPU bench's
+    "compile + first call" on a cache hit). The header is keyed by its preprocessed text, the compiler
+    and its flags and built under Inductor's lock, so one copy per machine is safe; it is no code a
+    user reads. Where torch lays out its temp folder otherwise, the link is unused: nothing changes."""
+    try:
+        import getpass
+
+        user = getpass.getuser()
+    except Exception:  # as torch does without a user name
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    target = (shared or folder()) / "precompiled_headers"
+    link = tmp / ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)) / "precompiled_headers"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(target, target_is_directory=True)
+    except OSError:
+        pass  # a read-only cache: the header is built in the private folder, as before
 
 
 def keep(work: Path, dest: Path | None = None) -> int:
