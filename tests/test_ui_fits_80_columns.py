@@ -234,3 +234,24 @@ def test_the_bench_views_count_explanation_wraps_under_its_column(tmp_path):
                        for i, line in enumerate(lines[:-1])), lines
 
     drive(folder, steps)
+
+
+def test_the_pipeline_on_the_triton_source_names_its_line_and_keeps_question_mark_at_sass():
+    from kernelscope.ui.widgets.pipeline_view import PipelineView
+
+    async def steps(pilot, app):
+        await pilot.press("p")
+        await pilot.pause()
+        view = app.screen.query_one(PipelineView)
+        await until(pilot, lambda: bool(view.stages), 60)
+        assert view.status_text == "Triton source line 1", view.status_text  # not "← source line 1"
+        await pilot.press("[")  # wraps to SASS
+        await pilot.pause()
+        labels = app.screen.query_one("KeyFooter").labels()
+        assert "? Keys" in labels and "a raw SASS" in labels, labels
+        await pilot.press("a")
+        await pilot.pause()
+        labels = app.screen.query_one("KeyFooter").labels()
+        assert "? Keys" in labels and "a compact" in labels, labels
+
+    drive(GPU_FIXTURES / "add_relu", steps)

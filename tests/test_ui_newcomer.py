@@ -769,6 +769,9 @@ def test_the_passes_status_line_starts_with_the_pass_and_its_state_at_80_columns
         p = view.visible_passes[longest]
         status = next(r for r in screen_rows(app) if f"pass {p.index} " in r)
         assert f"pass {p.index} {p.name}: changed" in status, status
+        # whole or shortened by whole facts: where the dump came from is dropped, never cut ("recomputed for")
+        shown = str(app.screen.query_one("#pv-status").render())
+        assert len(shown) <= 78 and shown in view.status_text and not shown.endswith(("for", ",")), shown
 
     drive(GPU_FIXTURES / "add_relu_passes", steps)
 

@@ -53,9 +53,10 @@ class ToolScreen(Screen):
 
 
 class PipelineScreen(ToolScreen):
-    # The footer shows the pipeline's keys first, before the focused pane's (search, marks, copy).
-    HEADLINE_ACTIONS = ("step", "step_other", "toggle_split", "toggle_diff", "toggle_passes", "sass_listing",
-                        "toggle_changed", "cycle_pass_view", "recompute", "activate", "keys")
+    # The footer shows the pipeline's keys first, before the focused pane's (search, marks, copy); ? before
+    # the SASS listing's key, whose label ("a compact SASS") pushed it off at 80 columns.
+    HEADLINE_ACTIONS = ("activate", "step", "step_other", "toggle_split", "toggle_diff", "toggle_passes",
+                        "toggle_changed", "cycle_pass_view", "recompute", "keys", "sass_listing")
 
     def __init__(self, bundle: Bundle, kernel: Kernel) -> None:
         super().__init__()

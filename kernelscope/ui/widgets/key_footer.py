@@ -234,10 +234,11 @@ class KeyFooter(Widget, can_focus=False):
 
 
 def headline_first(bindings: dict, actions: tuple[str, ...]) -> dict:
-    """A screen's active bindings with those of ``actions`` (names, without arguments) first.
+    """A screen's active bindings with those of ``actions`` (names, without arguments) first, in the
+    order ``actions`` names them.
 
     A footer shows keys in this order, and at 80 columns only the first five or six fit: a screen puts
     its headline keys there, before the focused widget's own. Key handling does not read this order.
     """
-    first = {key: b for key, b in bindings.items() if b.binding.action.partition("(")[0] in actions}
+    first = {key: b for name in actions for key, b in bindings.items() if b.binding.action.partition("(")[0] == name}
     return first | bindings

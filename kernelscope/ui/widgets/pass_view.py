@@ -56,8 +56,8 @@ class PassView:
         state = {True: "changed", False: "unchanged", None: "unknown"}[p.changed]
         # What a pass is and did first, where the dump came from last: at 80 columns a long pass name
         # (TritonGPURemoveLayoutConversions) pushed its number and its state off the line.
-        self._set_status(f"pass {p.index} {p.name}: {state} · {p.arg or p.kind} on {p.scope}"
-                         + (f" · {log.origin}" if log.origin else ""))
+        what = f"pass {p.index} {p.name}: {state} · {p.arg or p.kind} on {p.scope}"
+        self._set_status(what + (f" · {log.origin}" if log.origin else ""), what, f"pass {p.index} {p.name}: {state}")
 
     def action_toggle_changed(self) -> None:
         if self.mode == "passes":

@@ -29,7 +29,9 @@ from kernelscope.pipeline.listing import display_stage
 from kernelscope.pipeline.stages import STAGE_NAMES, STAGES, StageText
 from kernelscope.ui.widgets.code_pane import CodePane
 from kernelscope.ui.widgets.code_view import CodeView
+from kernelscope.ui.widgets.fitted_line import FittedLine
 from kernelscope.ui.widgets.pass_view import PassView
+from kernelscope.units import plural
 
 
 class PipelineView(PassView, Widget, can_focus=False):
@@ -55,7 +57,7 @@ class PipelineView(PassView, Widget, can_focus=False):
         Binding("d", "toggle_diff", "diff"),
         Binding("p", "toggle_passes", "passes"),
         Binding("a", "sass_listing(True)", "raw SASS"),  # one of the two shows: the listing a switches to
-        Binding("a", "sass_listing(False)", "compact SASS"),
+        Binding("a", "sass_listing(False)", "compact"),  # short: after ? at 80 columns
         # Pass mode's keys: in the footer only there (check_action); l pans over the stages.
         Binding("c", "toggle_changed", "changed only"),
         Binding("v", "cycle_pass_view", "diff/before/after"),
@@ -116,7 +118,7 @@ class PipelineView(PassView, Widget, can_focus=False):
             yield CodePane(id="pv-left")
             with Vertical(id="pv-right"):
                 yield CodePane(id="pv-other")
-        yield Static(id="pv-status", markup=False)
+        yield FittedLine(id="pv-status")
 
     def on_mount(self) -> None:
         self.left.set_text("loading stages...", "text", self.kernel.name)
@@ -227,9 +229,10 @@ class PipelineView(PassView, Widget, can_focus=False):
         # The kernel name goes last: at 80 columns a long Inductor name must not push the stages off.
         return "›".join(parts) + mode + f"  [dim]{escape(self.kernel.name)}[/]"
 
-    def _set_status(self, text: str) -> None:
+    def _set_status(self, text: str, *shorter: str) -> None:
+        """``text``, or the first of the ``shorter`` wordings that fits the line (never a cut word)."""
         self.status_text = text
-        self.query_one("#pv-status", Static).update(text)
+        self.query_one("#pv-status", FittedLine).set_variants(text, *shorter)
 
     def show(self, cursor: int = 1) -> None:
         """Redraw both panes for the current mode, stages and toggles (``cursor``: the left pane's line)."""
@@ -272,11 +275,15 @@ class PipelineView(PassView, Widget, can_focus=False):
         there = self.other if pane is self.left else self.current
         path = self.kernel.kernel_path or None
         src_lines = source_lines_for(here, pane.cursor_line, path)
+        mapped: set[int] = set()
         if self.split and there is not None:
-            mapped: set[int] = set()
             for src in src_lines:
                 mapped |= lines_for_source_line(there, src, path)
             there_pane.set_marked(mapped)
+        if here.stage == "source":  # the source is what the others map to: "line 1 ← source line 1" said nothing
+            beside = f" → {plural(len(mapped), 'line')} of {there.title}" if self.split and there is not None else ""
+            self._set_status(f"{here.title} line {pane.cursor_line}{beside}")
+            return
         where = ", ".join(str(n) for n in sorted(src_lines)) or "-"  # the keys are in the footer
         self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}")
 
