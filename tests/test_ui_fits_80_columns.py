@@ -255,3 +255,20 @@ def test_the_pipeline_on_the_triton_source_names_its_line_and_keeps_question_mar
         assert "? Keys" in labels and "a compact" in labels, labels
 
     drive(GPU_FIXTURES / "add_relu", steps)
+
+
+def test_presentation_of_an_edited_capture_names_its_file_not_the_scratch_path(tmp_path):
+    folder = tmp_path / "edited"
+    shutil.copytree(TWO_CALLS, folder)
+    data = json.loads((folder / "bundle.json").read_text())
+    data["target"]["spec"] = "/root/.cache/kernelscope/scratch/add_relu-3f9a2c41d0/add_relu.py::add_relu"
+    (folder / "bundle.json").write_text(json.dumps(data))
+
+    async def steps(pilot, app):
+        await pilot.press("P")
+        await pilot.pause(0.3)
+        heading = rendered(app, "#pres-heading")
+        assert heading.startswith("add_relu.py::add_relu · 2 calls: (f32[64], f32[64])"), heading
+        assert "scratch" not in heading
+
+    drive(folder, steps)

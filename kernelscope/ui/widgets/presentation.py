@@ -166,6 +166,8 @@ class PresentationScreen(Screen):
             self.query_one("#pres-left").styles.width = int(min(max(need, width * 0.35), width * 0.55))
         target = self.bundle.target or {}
         name = str(target.get("spec") or target.get("name") or "capture")
+        if "::" in name:  # an edited sample's scratch path has no space to wrap at ("add_r" / "elu"): its file
+            name = name.replace("\\", "/").rsplit("/", 1)[-1]
         calls = input_sets(self.bundle)
         if len(calls) > 1:  # every call's inputs: the counts below add them all
             name += f" · {len(calls)} calls: " + "; ".join("(" + ", ".join(c) + ")" for c in calls)
