@@ -272,3 +272,14 @@ def test_presentation_of_an_edited_capture_names_its_file_not_the_scratch_path(t
         assert "scratch" not in heading
 
     drive(folder, steps)
+
+
+@pytest.mark.parametrize("capture, listed", [(TWO_CALLS, False), (GPU_FIXTURES / "tiny_gpt", True)])
+def test_the_source_files_list_is_a_tab_stop_only_for_a_capture_of_several_files(capture, listed):
+    from kernelscope.ui.widgets.source_files import SourceFiles
+
+    async def steps(pilot, app):
+        stops = [w for w in app.screen.focus_chain if isinstance(w, SourceFiles)]
+        assert bool(stops) == listed, app.screen.focus_chain
+
+    drive(capture, steps, size=(160, 48))

@@ -28,6 +28,7 @@ class SourceFiles(StableScrollbars, OptionList):
         self.entries: list[dict] = []
         self.shown = ""
         self.counts: dict[str, int] = {}
+        self.display = False  # until a capture of several files loads it: hidden, it is no Tab stop
 
     def load(self, entries: list[dict], shown: str, counts: dict[str, int]) -> None:
         """``entries`` as Bundle.source_files() gives them, ``shown`` the file in view, ``counts``
