@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelscope.units import base_name
+from kernelscope.units import base_name, shorten_middle
 
 SCOPES = (("user", "your lines"), ("library", "library lines"))
 
@@ -117,7 +117,7 @@ def fmt_us(x: float) -> str:
 
 
 def _pct(x: float, total: float) -> str:
-    return f"{100 * x / total:4.1f}%" if total else "   -"
+    return f"{100 * x / total:5.1f}%" if total else "     -"  # 100.0% as wide as 5.0%: the columns stay
 
 
 def lines_text(bundle: Any, limit: int = 30) -> str:
@@ -140,11 +140,9 @@ def lines_text(bundle: Any, limit: int = 30) -> str:
         if not t.lines:
             continue
         out.append("")
-        out.append(f"{title:<44} {'exclusive':>16} {'shared':>16}  kernels")
+        out.append(f"{title:<44} {'exclusive':>17} {'shared':>17}  kernels")
         for lt in t.lines[:limit]:
-            where_ = f"{base_name(lt.file)}:{lt.line}"
-            code = lt.code.strip()
-            label = f"{where_}  {code}"[:44]
+            label = line_label(f"{base_name(lt.file)}:{lt.line}", lt.code.strip(), 42)
             names = sorted({k['name'] for k in lt.kernels})
             kern = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
             out.append(f"  {label:<42} {fmt_us(lt.exclusive_us):>10} {_pct(lt.exclusive_us, total)}"
@@ -159,8 +157,20 @@ def lines_text(bundle: Any, limit: int = 30) -> str:
         out.append("")
         out.append(f"hottest line {base_name(hot.file)}:{hot.line}: its launches")
         for k in sorted(hot.kernels, key=lambda k: -k["us"])[:10]:
-            out.append(f"  {k['name']:<48} {fmt_us(k['us']):>10}  {'shared' if k['shared'] else 'exclusive'}")
+            out.append(f"  {shorten_middle(k['name'], 48):<48} {fmt_us(k['us']):>10}  "
+                       f"{'shared' if k['shared'] else 'exclusive'}")
     return "\n".join(out) + "\n"
+
+
+def line_label(where: str, code: str, width: int) -> str:
+    """``file.py:12  code`` in ``width`` cells: a long snippet ends at a word with …, so the columns after
+    it stay aligned (it was cut at 44 cells inside a 42-cell column, mid-token)."""
+    label = f"{where}  {code}"
+    if len(label) <= width:
+        return label
+    head = label[: width - 1]
+    cut = max(head.rfind(" "), *(head.rfind(c) + 1 for c in ".(,["))  # after a word, an attribute or a call
+    return (head[:cut] if cut > len(where) + 2 else head).rstrip() + "…"
 
 
 def heat_by_line(bundle: Any) -> dict[tuple[str, int], float]:
