@@ -283,3 +283,14 @@ def test_the_source_files_list_is_a_tab_stop_only_for_a_capture_of_several_files
         assert bool(stops) == listed, app.screen.focus_chain
 
     drive(capture, steps, size=(160, 48))
+
+
+def test_a_launch_breaks_between_arguments_or_after_a_call_never_inside_a_name():
+    from kernelscope.ui.summary import wrapped_fact
+
+    lines = wrapped_fact("launch", "extern_kernels.addmm(primals_2, primals_3, reinterpret_tensor(primals_1, "
+                                   "(16, 32), (1, 16), 0), alpha=1, beta=1, out=buf0)")
+    assert lines[:3] == ["launch      extern_kernels.addmm(primals_2,", " " * 12 + "primals_3,",
+                         " " * 12 + "reinterpret_tensor(primals_1,"], lines  # not "reinterpret_" / "tensor("
+    lines = wrapped_fact("launch", "triton_poi_fused_mul_sin_0.run(arg0_1, buf0, 1024, stream=stream0)")
+    assert lines[0] == "launch      triton_poi_fused_mul_sin_0.run(", lines  # not "..._mul_sin_" / "0.run("
