@@ -1,6 +1,6 @@
 """The compile facts of a bundle as text lines, read by ``show``, the Info pane and the report alike: each
 compile's symbols and their value in every call, a symbolic kernel's sizes and bytes per call, guards
-(counted by group, or each one), the guard that failed at a recompile, CUDA graph status.
+(counted by group, or each one), the guard that failed at a recompile, CUDA graph status; why a kernel lists no FX nodes.
 """
 
 from __future__ import annotations
@@ -10,6 +10,15 @@ from typing import Any
 from kernelscope.bundle.model import Bundle, Graph, Kernel, Recompile
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic, shape_for
 from kernelscope.units import base_name, fmt_bytes
+
+
+def no_fx_nodes_reason(k: Kernel) -> str:
+    """Why ``k`` lists no FX nodes (the kernel table's ``-``): where they are read from named none."""
+    if k.lang == "extern":
+        return ("none named: a library call the output code does not tie to an FX node (no provenance handle, "
+                "no source-node comment)")
+    return ("none named: neither Inductor's provenance tracking nor the output code's source-node comments "
+            "name what it fused")
 
 
 def _graph_of(b: Bundle, k: Kernel) -> Graph | None:

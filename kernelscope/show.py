@@ -26,6 +26,7 @@ from kernelscope.compile_facts import (  # noqa: F401  (the UI and the report im
     failed_guard_lines,
     guard_lines,
     guard_summary_lines,
+    no_fx_nodes_reason,
     per_call_lines,
     symbol_lines,
 )
@@ -229,6 +230,8 @@ def summary_text(b: Bundle, launches_too: bool = False, all_guards: bool = False
                                f"{', '.join(k.launch_info[0].fx_nodes)}")
                 else:
                     out.append(f"        fx nodes: {', '.join(k.fx_nodes)}")
+            else:
+                out.append(f"        fx nodes: {no_fx_nodes_reason(k)}")
             if k.aten_ops:
                 out.append(f"        aten: {', '.join(k.aten_ops)}")
             for u in k.user_lines:

@@ -294,3 +294,31 @@ def test_a_launch_breaks_between_arguments_or_after_a_call_never_inside_a_name()
                          " " * 12 + "reinterpret_tensor(primals_1,"], lines  # not "reinterpret_" / "tensor("
     lines = wrapped_fact("launch", "triton_poi_fused_mul_sin_0.run(arg0_1, buf0, 1024, stream=stream0)")
     assert lines[0] == "launch      triton_poi_fused_mul_sin_0.run(", lines  # not "..._mul_sin_" / "0.run("
+
+
+def test_a_kernel_with_no_fx_nodes_says_why_in_info_and_show(tmp_path):
+    from .conftest import kernelscope_cmd
+
+    folder = tmp_path / "bare"
+    shutil.copytree(TWO_CALLS, folder)
+    data = json.loads((folder / "bundle.json").read_text())
+    k = data["kernels"][0]
+    k["fx_nodes"], k["fx_nodes_pre"], k["provenance"] = [], [], "comments"
+    for li in k["launch_info"]:
+        li["fx_nodes"], li["fx_nodes_pre"] = [], []
+    (folder / "bundle.json").write_text(json.dumps(data))
+    shown = kernelscope_cmd("show", str(folder)).stdout
+    assert "fx nodes: none named: neither Inductor's provenance tracking nor the output code's source-node " \
+           "comments name what it fused" in shown, shown
+
+    async def steps(pilot, app):
+        from .test_ui_newcomer import screen_rows
+
+        await pilot.press("7")
+        await pilot.pause()
+        rows = [r.rstrip() for r in screen_rows(app)]
+        at = next(i for i, r in enumerate(rows) if "│ fx nodes    none named: neither Inductor's" in r)
+        assert rows[at + 1].endswith("│             provenance tracking nor the output"), rows[at:at + 3]
+        assert all(len(r) <= NARROW[0] for r in rows)
+
+    drive(folder, steps)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel, run_state
 from kernelscope.bundle.symbolic import is_symbolic
+from kernelscope.compile_facts import no_fx_nodes_reason
 from kernelscope.job_summary import is_job
 from kernelscope.show import autotune_lines, cudagraph_line, guard_lines, per_call_lines, symbol_lines, variant_labels
 from kernelscope.units import base_name, fmt_bytes, plural
@@ -133,6 +134,14 @@ def wrapped_fact(label: str, value: str, suffix: str = "", width: int = FACT_WID
     return [f"{label:<12}{lines[0]}", *(" " * 12 + line for line in lines[1:])]
 
 
+def wrapped_words(label: str, text: str, width: int = FACT_WIDTH + 12) -> list[str]:
+    """``label`` then ``text`` wrapped at words under the value column (a sentence, not a name)."""
+    import textwrap
+
+    return textwrap.wrap(text, width, initial_indent=f"{label:<12}", subsequent_indent=" " * 12,
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def kernel_facts(k: Kernel) -> list[str]:
     out = wrapped_fact("kernel", k.name, f"  ×{k.launches} launches" if k.launches > 1 else "")
     out += [f"kind        {k.kind} ({k.lang})", f"graph       {k.graph}"]
@@ -152,6 +161,8 @@ def kernel_facts(k: Kernel) -> list[str]:
         out.append(f"  {buf.role:<10}{buf.name:<14}{buf.dtype or '?':<10}{shape:<16}{size}{part}")
     if k.fx_nodes:
         out.append(f"fx nodes    {', '.join(k.fx_nodes)}" + (f"  ({k.provenance})" if k.provenance else ""))
+    else:  # the kernel table's "-", said in words
+        out += wrapped_words("fx nodes", no_fx_nodes_reason(k))
     if k.fx_nodes_pre:
         out.append(f"dynamo      {', '.join(k.fx_nodes_pre)}")
     if k.aten_ops:
