@@ -36,6 +36,21 @@ def test_the_programs_last_lines_are_clean_for_the_run_screen(tmp_path):
     assert lines == ["step 1 l", "plain"] and not _raw("".join(lines))
 
 
+def test_the_run_screens_stderr_lines_are_the_programs_never_a_cut_torch_log_line(tmp_path):
+    """TORCH_LOGS output code fills the program's stderr; the window read from its end began inside one
+    of torch's lines, whose tail ('mic<int> inductor_cpu_integer_div_error{0};') carries no log prefix."""
+    from kernelscope.capture.program_command import TORCH_LOG_LINE
+
+    log = tmp_path / "stderr.txt"
+    prefix = "V1205 16:10:55.247000 17508 torch/_inductor/graph.py:2722] [0/0] [__output_code] "
+    code = "".join(f"{prefix}    static constexpr auto atomic_{i} = inductor_cpu_integer_div_error{{0}};\n"
+                   for i in range(400))
+    log.write_text("warning: the program's own\n" + code)
+    for window in (4000, 4001, 4017, 65536):
+        assert tail_lines(log, 2, skip=TORCH_LOG_LINE, window=window) == (
+            ["warning: the program's own"] if window > len(code) else []), window
+
+
 def test_forged_event_fields_are_clean_at_any_depth():
     line = json.dumps({"phase": "environment", "message": "x",
                        "environment": {"device": "cpu" + EVIL, "torch": ["2" + EVIL], EVIL + "k": {"deep": EVIL}}})

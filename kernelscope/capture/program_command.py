@@ -154,10 +154,14 @@ def tail_lines(path: Path, lines: int = 5, limit: int = 200, skip: re.Pattern | 
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - window))
-            text = fh.read().decode("utf-8", "replace")
+            start = max(0, fh.tell() - window)
+            fh.seek(start)
+            data = fh.read()
     except OSError:
         return []
+    if start:  # the window began inside a line: its tail is no line of its own, and no skip pattern matches it
+        data = data[data.find(b"\n") + 1:] if b"\n" in data else b""
+    text = data.decode("utf-8", "replace")
     # The program's own bytes: what reaches the run screen or a message line has no escape sequences.
     got = [one_line(ln) for ln in text.splitlines() if ln.strip() and not (skip and skip.match(ln))]
     got = [ln for ln in got if ln]
