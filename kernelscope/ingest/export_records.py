@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelscope.bundle.model import FX_DYNAMO, Graph
 from kernelscope.ingest.aoti_code import KERNEL_RECORD, WRAPPER_RECORD, is_aoti_code, join_code
+from kernelscope.ingest.tracelog import TraceRecord
 
-if TYPE_CHECKING:
-    from kernelscope.ingest.records import Gathered
-    from kernelscope.ingest.tracelog import TraceRecord
+Gathered = Any  # ingest/records.Gathered, which registers these handlers (named here, not imported: no circle)
 
 AOTI_COMPILE = "aoti"  # what names an AOTInductor graph in place of a Dynamo compile id ("aoti-inference")
 _RANGES = re.compile(r"^Range constraints: \{(.*)\}\s*$", re.M)
