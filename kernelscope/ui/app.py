@@ -246,6 +246,14 @@ class KernelscopeApp(AppKeys, App):
     def _edit_requested(self, event: messages.EditRequested) -> None:
         self.edit(event.request, previous=event.previous)
 
+    @on(messages.BenchFinished)
+    def _bench_finished(self, event: messages.BenchFinished) -> None:
+        """The screens under the bench (the explorer) show its numbers now, not after a reopen."""
+        for screen in self.screen_stack:
+            changed = getattr(screen, "bench_changed", None)
+            if callable(changed):
+                changed(event.bundle)
+
     def run_capture(self, request: CaptureRequest, *, previous: Bundle | None = None, origin=None) -> None:
         """Capture ``request``, then show the bundle. ``origin``: the screen that stays under the result
         (the editor), told of the bundle by a ``CaptureFinished`` message."""

@@ -58,3 +58,11 @@ class CaptureFinished(Message):
     def __init__(self, bundle: Any) -> None:
         super().__init__()
         self.bundle = bundle
+
+
+class BenchFinished(Message):
+    """A bench stored new results in ``bundle`` (in place): views that show bench numbers show them anew."""
+
+    def __init__(self, bundle: Any) -> None:
+        super().__init__()
+        self.bundle = bundle

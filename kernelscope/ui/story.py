@@ -24,6 +24,8 @@ class Story:
     compiled_device_us: float | None = None
     inputs: tuple[str, ...] = ()  # the shapes it was measured at
     device: str = ""  # where it was measured
+    recapture: str = ""  # what ran when it was not the bundle's own compile ("a CPU re-capture of a preview")
+    other_inputs: bool = False  # measured at other shapes than the capture's heading shows
     source: str = ""  # "bench" (stored) or "graphs" (computed now)
     problem: str = ""  # why there are no counts
 
@@ -39,6 +41,8 @@ class Story:
             return "not benched: `kernelscope bench BUNDLE` measures it"
         speed = self.eager_us / self.compiled_us if self.compiled_us else 0.0
         where = f" on {self.device}" if self.device else ""
+        where += f", {self.recapture}" if self.recapture else ""
+        where += f", at ({', '.join(self.inputs)})" if self.other_inputs and self.inputs else ""
         line = f"measured{where}: eager {_time(self.eager_us)}  →  compiled {_time(self.compiled_us)}  ({speed:.2f}x)"
         device = self.device_line()
         return f"{line}\n{device}" if device else line
@@ -94,8 +98,20 @@ def story(bundle: Bundle) -> Story:
             s.eager_device_us = s.compiled_device_us = None
         inputs = run.get("inputs")
         s.inputs = tuple(str(x) for x in inputs) if isinstance(inputs, list) else ()
-        dev = run.get("device") or {}
-        s.device = str(dev.get("device_name") or dev.get("device") or "") if isinstance(dev, dict) else ""
+        dev = run.get("device") if isinstance(run.get("device"), dict) else {}
+        measured_on = str(dev.get("device") or "")
+        name = dev.get("cpu_model") or dev.get("device_name") if measured_on == "cpu" else dev.get("device_name")
+        s.device = (f"CPU ({name})" if name else "CPU") if measured_on == "cpu" else str(name or measured_on)
+        captured_on = str(run.get("captured_on") or "")
+        preview = bundle.preview if isinstance(getattr(bundle, "preview", None), dict) else None
+        if preview and measured_on:
+            s.recapture = (f"a {measured_on.upper() if measured_on == 'cpu' else measured_on} re-capture of a preview"
+                           f" for {preview.get('arch', '?')} (not the previewed kernels)")
+        elif captured_on and measured_on and captured_on != measured_on:
+            s.recapture = f"a {measured_on.upper() if measured_on == 'cpu' else measured_on} re-capture of a {captured_on} capture"
+        target = bundle.target if isinstance(bundle.target, dict) else {}
+        captured = [str(x) for x in target.get("inputs") or []]
+        s.other_inputs = bool(captured) and bool(s.inputs) and list(s.inputs) != captured
     return s
 
 

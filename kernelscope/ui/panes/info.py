@@ -25,6 +25,11 @@ class InfoPane(Pane):
     def compose(self) -> ComposeResult:
         yield CodeView(id="info")
 
+    def forget_bench(self) -> None:
+        """A bench stored new results (device time per line is part of the text): draw every text anew."""
+        self._capture, self._shown = None, None
+        self._docs, self._per_graph = Kept(64), Kept(16)
+
     def show_selection(self, graph, kernel) -> None:
         shown = kernel.id if kernel else (f"graph:{graph.id}" if graph is not None else "")  # a job's: per graph
         if shown == self._shown:

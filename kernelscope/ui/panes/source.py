@@ -44,6 +44,12 @@ class SourcePane(Pane):
                 if heat or sites else "") + str(rows[i].line))
             self.set_subtitle(f"{base_name(src.file)}: no copy in bundle; recorded lines only")
 
+    def forget_bench(self) -> None:
+        """A bench stored new results: the gutter's device time per line is drawn again."""
+        self._heat_of = None
+        if self.is_mounted:
+            self.load()
+
     def _sites(self) -> set[tuple[str, int]]:
         """(file, line) of each line of the user's code a compile was called from (Graph.call_site), for a
         program kernelscope ran (its script is copied; a captured function is its own call site)."""

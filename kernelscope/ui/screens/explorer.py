@@ -305,6 +305,16 @@ class ExplorerScreen(ExplorerActions, Screen):
         for cls in PANES:
             self.pane(cls.pane_id).show_selection(*selection)
 
+    def bench_changed(self, bundle: Bundle) -> None:
+        """A bench stored results in this bundle: the panes that show them draw them again."""
+        if bundle is not self.bundle:
+            return
+        for cls in PANES:
+            forget = getattr(self.pane(cls.pane_id), "forget_bench", None)
+            if callable(forget):
+                forget()
+        self.watch_selection(self.selection)
+
     def _table_cursor(self) -> None:
         graph, kernel = self.query_one(KernelTable).current()
         if graph is not None and (graph, kernel) != (self.graph, self.kernel):

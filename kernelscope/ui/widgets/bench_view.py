@@ -25,6 +25,7 @@ from kernelscope.bench.counts import counts_dict
 from kernelscope.bench.runner import Bench, BenchError, BenchSettings, bundle_device, merge
 from kernelscope.bundle.io import BundleError, read_bundle
 from kernelscope.bundle.model import Bundle
+from kernelscope.ui.messages import BenchFinished
 
 DEVICES = ("cuda", "cpu")
 
@@ -282,11 +283,15 @@ class BenchView(Vertical):
                 self.bundle.extra["bench"] = merge(self.bundle.extra.get("bench") or {}, message.record or {})
             else:
                 try:
-                    self.bundle = read_bundle(self.bundle.root)
+                    fresh = read_bundle(self.bundle.root)
                 except BundleError as exc:
                     self._set_status(str(exc))
                     return
+                # Into the bundle the explorer (and P, Info, the source gutter) holds too, not a copy of it:
+                # a new object left every other view on "not benched" until the bundle was reopened.
+                self.bundle.extra["bench"] = fresh.extra.get("bench")
             self.query_one("#bench-text", Static).update(self.results_text())
+            self.post_message(BenchFinished(self.bundle))
             self._set_status(f"bench {message.text} · " + self._idle_status())
         else:
             # The runner speaks to the command line; here the device is the v key.
