@@ -162,7 +162,8 @@ def summary_lines(parts: list[str], width: int, most: int = 5) -> list[str]:
     for part in parts:
         pieces = re.split(r"(?<=\],) |(?<=;) ", part) if len(part) > width else [part]
         for j, piece in enumerate(pieces):
-            words.append((" " if j else " · ", piece if len(piece) <= width else shorten_middle(piece, width)))
+            words.append((" " if j else " · ", piece if len(piece) <= width else
+                          path_tail(piece, width) if "/" in piece and " " not in piece else shorten_middle(piece, width)))
     lines: list[str] = []
     for glue, word in words:
         if lines and len(lines[-1]) + len(glue) + len(word) <= width:
@@ -175,3 +176,14 @@ def summary_lines(parts: list[str], width: int, most: int = 5) -> list[str]:
             lines[-1] = lines[-1].rsplit(" · ", 1)[0]
         lines[-1] = lines[-1][: width - 2] + " …"
     return lines
+
+
+def path_tail(path: str, width: int) -> str:
+    """``path`` in ``width`` cells as ``…/`` and its last whole folders (the ones that tell captures apart)."""
+    parts = path.rstrip("/").split("/")
+    tail = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + 1 + len(tail) + 2 > width:
+            break
+        tail = f"{part}/{tail}"
+    return f"…/{tail}" if len(tail) + 2 <= width else "…" + tail[-(width - 1):]
