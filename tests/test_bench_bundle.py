@@ -232,3 +232,19 @@ def test_bench_of_a_bundle_written_for_other_vectors(tmp_path):
         assert errors[0].endswith("built here they would compute wrong results. Bench it on a CPU with AVX512 "
                                   "(as where it was recorded), or record the program on this machine")
         assert "Traceback" not in proc.stderr
+
+
+def test_counts_come_from_one_graph_before_and_after_a_bench(opened_cpu, opened_cpu_bench):
+    """A bundle benched alone counts eager from its AOT graphs: the presentation and the Bench view count
+    the same graphs before a bench as the stored bench does after (fx-dynamo before, fx-aot after read
+    86 then 109 kernels on a run bundle)."""
+    from kernelscope.ui.story import story
+
+    bundle, _ = opened_cpu_bench
+    stored = read_bundle(bundle).extra["bench"]["run"]["counts"]
+    before = story(read_bundle(opened_cpu))
+    assert before.source == "graphs"
+    assert (before.eager_kernels, before.eager_transfers) == (stored["eager"]["kernels"], stored["eager"]["transfers"])
+    assert (before.compiled_kernels, before.compiled_transfers) == (stored["compiled"]["kernels"],
+                                                                     stored["compiled"]["transfers"])
+    assert bundle_plan.computed_counts(read_bundle(opened_cpu))["eager"]["sources"] == stored["eager"]["sources"]

@@ -69,6 +69,15 @@ def has_function(bundle: Bundle) -> bool:
     return bool(bundle.target.get("file") and bundle.target.get("name"))
 
 
+def computed_counts(bundle: Bundle) -> dict[str, Any]:
+    """The computed counts every view shows for this bundle, from the graph its bench runs as eager: the
+    AOT (else post-grad) graphs for a bundle benched alone, Dynamo's for a function to rerun. One source
+    before and after a bench (a run bundle read 86 kernels from fx-dynamo, then 109 from fx-aot)."""
+    from kernelscope.bench.counts import counts_dict
+
+    return counts_dict(bundle) if has_function(bundle) else counts_dict(bundle, eager_from=EAGER_SOURCES)
+
+
 def written_here(bundle: Bundle) -> bool:
     """Whether this machine made the bundle's code: a record ``run`` or ``record`` kept in this user's
     cache, keyed by the code's content (bundle/provenance.py). What the manifest says of itself (its

@@ -125,7 +125,7 @@ def _bundle_for(args: argparse.Namespace) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from kernelscope.bench import tables
-    from kernelscope.bench.counts import counts_dict
+    from kernelscope.bench.bundle_plan import computed_counts
     from kernelscope.bench.runner import Bench, BenchError, BenchSettings
     from kernelscope.bundle.io import read_bundle
     from kernelscope.errors import UsageError
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--budget must be zero or more seconds")
     if args.counts:
         bundle = read_bundle(args.what)
-        counts = counts_dict(bundle)
+        counts = computed_counts(bundle)
         print(json.dumps(counts, indent=1) if args.json else "\n".join(tables.counts_lines(counts)))
         return 0
     bundle_path = _bundle_for(args)

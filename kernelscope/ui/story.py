@@ -73,9 +73,9 @@ def story(bundle: Bundle) -> Story:
         s.source = "bench"
     else:
         try:
-            from kernelscope.bench.counts import counts_dict
+            from kernelscope.bench.bundle_plan import computed_counts
 
-            counts = counts_dict(bundle)
+            counts = computed_counts(bundle)
             s.source = "graphs"
         except Exception as exc:  # a bundle whose graphs cannot be read: say so, show the rest
             s.problem = f"{exc.__class__.__name__}: {exc}"

@@ -20,8 +20,7 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from kernelscope.bench import tables
-from kernelscope.bench.bundle_plan import consent_question
-from kernelscope.bench.counts import counts_dict
+from kernelscope.bench.bundle_plan import computed_counts, consent_question
 from kernelscope.bench.runner import Bench, BenchError, BenchSettings, bundle_device, merge
 from kernelscope.bundle.io import BundleError, read_bundle
 from kernelscope.bundle.model import Bundle
@@ -109,7 +108,7 @@ class BenchView(Vertical):
 
     def results_text(self) -> str:
         try:
-            counts = counts_dict(self.bundle)
+            counts = computed_counts(self.bundle)
         except Exception as exc:  # a bundle without graphs still shows its stored results
             counts = None
             note = f"(no counts: {exc.__class__.__name__}: {exc})"
