@@ -129,6 +129,18 @@ def test_a_failed_bundles_header_keeps_the_error_in_whole_words(tmp_path):
         await pilot.resize_terminal(120, 24)
         await pilot.pause()
         assert rendered(app, "#summary").endswith("  │  ✗ FAILED: RuntimeError: loss went NaN at step 3")
+        await pilot.resize_terminal(*NARROW)
+        await pilot.press("7")
+        await pilot.pause()
+        from .test_ui_newcomer import screen_rows
+
+        info = app.screen.query_one("#info")
+        info.move_cursor(next(i for i, line in enumerate(info.doc.text.splitlines()) if line.startswith("status")),
+                         center=True)
+        await pilot.pause()
+        rows = [r.rstrip() for r in screen_rows(app)]
+        at = next(i for i, r in enumerate(rows) if "│ status      failed: the program exited with" in r)
+        assert rows[at + 1].endswith("│             status 1: RuntimeError: loss went"), rows[at:at + 4]
 
     drive(_failed_copy(tmp_path), steps)
 

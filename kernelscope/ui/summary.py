@@ -119,7 +119,7 @@ def wrapped_fact(label: str, value: str, suffix: str = "", width: int = FACT_WID
         # Between arguments first (``arg1_`` / ``1`` split a name), else after an ``_`` that a word
         # follows (not ``arg1_`` before its number), else after any ``_``.
         comma = rest.rfind(", ", 0, width) + 2
-        call = rest.rfind("(", 0, width - 1) + 1
+        call = max(rest.rfind("(", 0, width - 1), rest.rfind("/", 0, width - 1)) + 1  # after a call or a folder
         word = max((i + 1 for i in range(width - 1) if rest[i] == "_" and not rest[i + 1].isdigit()), default=0)
         under = rest.rfind("_", 0, width) + 1
         cut = next((c for c in (comma, call) if c > 4), 0) or next((c for c in (word, under) if c > width // 3), width)
@@ -224,12 +224,13 @@ def capture_info(b: Bundle) -> str:
     out: list[str] = []
     out.append("── capture ──")
     t = b.target
-    out.append(f"target      {t.get('spec', '?')}")
+    # Sentences and commands wrap at words: the pane does not wrap, and beside two others it is 46 cells.
+    out += wrapped_words("target", str(t.get("spec", "?")))
     if t.get("inputs"):
-        out.append(f"inputs      {', '.join(t['inputs'])}")
-    out.append(f"status      {b.status}" + (f": {b.error}" if b.error else ""))
+        out += wrapped_words("inputs", ", ".join(t["inputs"]))
+    out += wrapped_words("status", f"{b.status}" + (f": {b.error}" if b.error else ""))
     if b.options:
-        out.append("options     " + ", ".join(f"{k}={v}" for k, v in b.options.items() if v is not None))
+        out += wrapped_words("options", ", ".join(f"{k}={v}" for k, v in b.options.items() if v is not None))
     if b.timings:
         out.append("")
         out.append("── compile time by phase ──")
@@ -262,7 +263,7 @@ def capture_info(b: Bundle) -> str:
     if b.notes:
         out.append("")
         out += [f"note: {n}" for n in b.notes]
-    out += ["", f"bundle      {b.root}"]
+    out += ["", *wrapped_fact("bundle", str(b.root))]
     return "\n".join(out) + "\n"
 
 
