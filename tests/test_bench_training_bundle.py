@@ -108,3 +108,30 @@ def test_when_allclose_decided_the_sentence_says_so_and_what_was_compared():
                            "compared; against a float64 run the furthest (")
     assert "no float64 comparison is needed" not in head and "rule:" not in head
     assert compared.startswith("  compared 3 outputs (seed 1)")
+
+
+def test_output_code_that_writes_an_input_its_graph_only_reads_is_caught(tmp_path):
+    pytest.importorskip("torch")
+    from kernelscope.bench.bundle_correctness import correctness
+
+    fx = tmp_path / "fx.txt"
+    fx.write_text("y = torch.ops.aten.mul.Tensor(x, 2)\n")  # no in-place op: eager only reads x
+
+    class Graph:
+        id = "0-0-inference"
+        inputs = [{"kind": "tensor", "name": "x", "shape": [64], "stride": [1], "dtype": "float32"}]
+        plan = {"outputs": ["y"], "kind": "inference", "eager_fx": str(fx), "random_ops": []}
+
+        def eager(self, args):
+            return (args[0] * 2,)
+
+        def eager_as(self, dtype):
+            return lambda x: (x * 2,)
+
+        def compiled(self, args):
+            return (args[0].mul_(2).clone(),)  # the right output, and the input overwritten
+
+    verdict = correctness([Graph()], "cpu")
+    assert not verdict["ok"]
+    assert verdict["problems"][0].startswith("0-0-inference input x as written in place: ")
+    assert verdict["compared"] == "0-0-inference: 1 output, 1 input as it wrote them in place; synthetic random inputs"

@@ -19,7 +19,9 @@ the same way, else the verdict names why there is none.
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,24 +38,21 @@ _ATTENTION_STATE = {"_scaled_dot_product_efficient_attention": (2, 3),
                     "_scaled_dot_product_cudnn_attention": (6, 7, 8)}
 
 
-def attention_state_outputs(graph_module: Any) -> set[int]:
-    """Positions of a graph's outputs that are an attention op's RNG state (see _ATTENTION_STATE)."""
-    import operator
+def attention_state_outputs(fx_text: str, outputs: list[str]) -> set[int]:
+    """Positions in ``outputs`` (a graph's output names) of an attention op's RNG state (_ATTENTION_STATE),
+    read off the printed FX graph: ``getitem_6 = _scaled_dot_product_flash_attention[6]``, the op's
+    ``_scaled_dot_product_flash_attention = torch.ops.aten._scaled_dot_product_flash_attention.default(...)``."""
+    import re
 
-    graph = getattr(graph_module, "graph", None)
-    out_node = next((n for n in graph.nodes if n.op == "output"), None) if graph is not None else None
-    if out_node is None:
-        return set()
-    values = out_node.args[0] if isinstance(out_node.args[0], (tuple, list)) else [out_node.args[0]]
+    ops = {m.group(1): m.group(2) for m in re.finditer(
+        r'^\s*(\w+)(?:: "[^"]*")? = torch\.ops\.aten\.(\w+)\.default\(', fx_text, re.M)}
+    picked = {m.group(1): (m.group(2), int(m.group(3))) for m in re.finditer(
+        r'^\s*(\w+)(?:: "[^"]*")? = (\w+)\[(\d+)\]\s*(?:;.*)?$', fx_text, re.M)}
     skip = set()
-    for i, node in enumerate(values):
-        if getattr(node, "op", None) != "call_function" or node.target is not operator.getitem:
-            continue
-        src, index = node.args[0], node.args[1]
-        name = str(getattr(src, "target", ""))
-        for op, positions in _ATTENTION_STATE.items():
-            if op in name and index in positions:
-                skip.add(i)
+    for i, name in enumerate(outputs):
+        source, index = picked.get(name, ("", -1))
+        if index in _ATTENTION_STATE.get(ops.get(source, ""), ()):
+            skip.add(i)
     return skip
 
 
@@ -69,6 +68,23 @@ class GraphResults:
         self.state_outputs = 0  # attention RNG state left out (see _ATTENTION_STATE)
 
 
+SNAPSHOT_BYTES = 256 << 20  # inputs up to this size are copied to see whether the output code wrote them
+_IN_PLACE = re.compile(r"torch\.ops\.aten\.\w+_\.")  # copy_, add_, ...: an op that writes its first argument
+
+
+def writes_inputs(graph) -> bool:
+    """Whether the graph's FX code writes anything in place (an optimizer step, running statistics): those
+    graphs' inputs are always copied before the call to see what changed; other graphs' only up to
+    SNAPSHOT_BYTES (a write there is the output code's alone, a wrong one; a model's weights, gigabytes on
+    a GPU, are not copied to look for it)."""
+    if not hasattr(graph, "_writes"):
+        try:
+            graph._writes = bool(_IN_PLACE.search(Path(graph.plan["eager_fx"]).read_text(encoding="utf-8")))
+        except (OSError, KeyError):
+            graph._writes = True
+    return graph._writes
+
+
 def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
     """Every graph in order, ``run(graph, args)`` for each: a backward takes its forward's outputs as that
     side returned them (its saved activations, which it may reuse in place), and each graph's outputs
@@ -80,13 +96,15 @@ def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
             full = [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
                     for s, a in zip(g.inputs, args)]
             own = [a if s["kind"] != "saved" and isinstance(a, torch.Tensor) else None for s, a in zip(g.inputs, full)]
+            if not writes_inputs(g) and sum(t.numel() * t.element_size() for t in own if t is not None) > SNAPSHOT_BYTES:
+                own = [None] * len(own)  # a model's weights: not copied to look for writes its graph cannot make
             got.before.append([t.detach().clone() if t is not None else None for t in own])
             result = run(g, full)
             result = list(result) if isinstance(result, (tuple, list)) else [result]
             outs[g.id] = result
             names = g.plan.get("outputs") or []
             count = 0
-            state = attention_state_outputs(getattr(g, "graph_module", None))
+            state = attention_state_outputs(g.fx_text, names) if getattr(g, "fx_text", "") else set()
             got.state_outputs += len(state)
             for i, t in enumerate(result):
                 if isinstance(t, torch.Tensor) and i not in state:
@@ -146,9 +164,11 @@ def _compared(graphs: list, got: GraphResults, written: list[tuple[int, int]]) -
     for g, n, w in zip(graphs, got.outputs_per_graph, wrote):
         what = []
         if n or not w:
-            what.append(f"{n} " + {"forward": "outputs as it returned them (saved activations too, before the "
+            many = "s" if n != 1 else ""
+            what.append(f"{n} " + {"forward": f"output{many} as it returned them (saved activations too, before the "
                                               "backward reuses their buffers)",
-                                   "backward": "gradients (from its own side's forward)"}.get(g.plan["kind"], "outputs"))
+                                   "backward": f"gradient{many} (from its own side's forward)"}.get(g.plan["kind"],
+                                                                                                  f"output{many}"))
         if w:
             what.append(f"{w} input{'s' if w != 1 else ''} as it wrote them in place")
         parts.append(f"{g.id}: " + ", ".join(what))
