@@ -1,13 +1,17 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   set up, capture the add_relu sample (CPU or GPU) and print what torch.compile did
-#   make test   set up, lint, run the test suite (CPU)
+#   make test   set up, lint, run the test suite (CPU); what CI runs
+#   make test-fast   set up, lint, the tests that compile nothing (-m "not slow"): the edit loop
 VPY := .venv/bin/python
 PYTEST_ARGS ?=
+# Every core (pytest-xdist), one test file per worker at a time: a file's module fixtures are made once, and
+# the captures several files share are made once per run (tests/conftest.py's built_once). XDIST= runs serially.
+XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
 # The UI tests once more on Textual's stock widgets (kernelscope/ui/textual_private off), so the path any
 # other Textual takes is tested on every change; no torch compiles (-m "not slow").
 UI_TESTS := $(wildcard tests/test_ui_*.py) tests/test_textual_private.py
 
-.PHONY: setup demo test lint ui gpu-test
+.PHONY: setup demo test test-fast lint ui gpu-test
 
 setup:
 	./scripts/setup.sh
@@ -24,8 +28,11 @@ lint: setup
 	.venv/bin/lint-imports
 
 test: lint
-	$(VPY) -m pytest -q $(PYTEST_ARGS)
-	KERNELSCOPE_TEXTUAL_FAST=0 $(VPY) -m pytest -q -m "not slow" $(UI_TESTS)
+	$(VPY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+	KERNELSCOPE_TEXTUAL_FAST=0 $(VPY) -m pytest -q $(XDIST) -m "not slow" $(UI_TESTS)
+
+test-fast: lint
+	$(VPY) -m pytest -q $(XDIST) -m "not slow" $(PYTEST_ARGS)
 
 gpu-test: setup
 	$(VPY) -m pytest -q tests/gpu

@@ -146,13 +146,24 @@ def cpu_recompile_softmax(tmp_path_factory) -> Path:
         "--args", "f32[8, 16]; f32[16, 16]")) / "softmax_recompile"
 
 
-# The session fixtures above that run a real compile: a test that asks for one is slow, marked here so
-# that `-m "not slow"` (make test-fast, the stock-Textual pass) never waits on a compile it did not name.
+# The fixtures that run a real compile (those above, and those of one test file: a capture, a program run,
+# a bench that runs a bundle's output code): a test that asks for one is slow, marked here so that
+# `-m "not slow"` (make test-fast, the stock-Textual pass) never waits on a compile it did not name.
+# Found by running `-m "not slow"` with CXX=/bin/false: a test that still compiles fails there.
 COMPILING_FIXTURES = frozenset({"cpu_add_relu", "previews", "preview_sm90", "cpu_dynamic_softmax",
-                                "cpu_recompile_softmax"})
+                                "cpu_recompile_softmax", "cpu_bench", "opened_cpu_bench", "rbm_capture",
+                                "rbm_benched", "tiny_gpt", "moved_tiny_gpt", "cpu_trace", "graphs_run",
+                                "cancelled_mid_run"})
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if COMPILING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    # make test hands whole files to its workers in this order (--dist loadfile --no-loadscope-reorder): the
+    # files that compile most go first, so that no long file starts last while the other worker idles.
+    slow_in_file: dict[str, int] = {}
+    for item in items:
+        file = item.nodeid.split("::")[0]
+        slow_in_file[file] = slow_in_file.get(file, 0) + (item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow_in_file[item.nodeid.split("::")[0]])  # stable: in-file order is kept

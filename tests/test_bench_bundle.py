@@ -210,6 +210,7 @@ def test_cpu_vector_width_of_a_bundles_cpp_kernels(tmp_path):
         plan(512, 256, [256])
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_bench_of_a_bundle_written_for_other_vectors(tmp_path):
     """The AVX512 trace: benched as it is where the CPU has AVX512, refused in one line where it has not
     (built for AVX2 its kernels computed errors of 1e6: a false MISMATCH, or worse, numbers)."""

@@ -151,6 +151,7 @@ def test_cancel_or_kill_mid_capture_leaves_no_bundle_and_no_litter(how, tmp_path
     assert list(work_root.iterdir()) == []
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_graph_break_sample_shows_two_graphs_and_the_reason(tmp_path):
     out = tmp_path / "gb"
     proc = kernelscope_cmd("capture", "graph_break", "-o", str(out), "--device", "cpu", "-q")
@@ -162,6 +163,7 @@ def test_graph_break_sample_shows_two_graphs_and_the_reason(tmp_path):
     assert "shape torch.Size([1024])" in read_text(b, b.files["stdout"])  # the user's own print is kept
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_backward_and_module_targets(tmp_path):
     out = tmp_path / "mlp"
     proc = kernelscope_cmd("capture", "mlp_train", "-o", str(out), "--device", "cpu", "-q",
@@ -179,6 +181,7 @@ def test_backward_and_module_targets(tmp_path):
     assert b2.target["inputs"] == ["f32[4, 8]"]
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_capture_api_streams_progress_events(tmp_path):
     events = []
     cap = Capture(CaptureSpec.build(resolve_target("add_relu"), "f32[64], f32[64]", CaptureOptions(device="cpu")),
@@ -192,6 +195,7 @@ def test_capture_api_streams_progress_events(tmp_path):
     assert r.bundle.target["inputs"] == ["f32[64]", "f32[64]"] and time.time() - t0 < 300
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_several_calls_show_the_recompile_and_its_guard(tmp_path):
     out = tmp_path / "rc"
     proc = kernelscope_cmd("capture", "add_relu", "-o", str(out), "--device", "cpu", "-q",

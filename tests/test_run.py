@@ -113,6 +113,7 @@ def test_run_timeout_keeps_what_compiled(graphs_run, tmp_path):
     assert _alive_with("ks-run-timeout") == []
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_ctrl_c_mid_run_keeps_a_good_bundle(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ)
@@ -210,6 +211,7 @@ print(json.dumps({{"clean": clean, "capture": [got.status, got.origin, got.kerne
 """
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_api_capture_and_record(tmp_path):
     cap, rec, script = tmp_path / "cap", tmp_path / "rec", tmp_path / "notebook_like.py"
     code = API_SCRIPT.format(scripts=str(SCRIPTS), cap=str(cap), rec=str(rec))

@@ -145,6 +145,7 @@ def test_edit_and_recompile_changes_the_kernels_and_never_touches_the_users_file
     run_app(app, steps, size=(160, 48))
 
 
+@pytest.mark.slow  # a real CPU compile
 def test_gallery_recents_refresh_after_a_capture_and_say_what_it_was(cache):
     app = make_app()
 
