@@ -37,6 +37,7 @@ def test_p_after_a_bench_in_the_explorer_shows_it(cpu_add_relu, tmp_path, monkey
             await pilot.pause()
             assert isinstance(app.screen, ExplorerScreen)
             assert "not benched" in await counts_text(pilot)
+            assert "device time per line" not in app.screen.query_one("#info").text
             await pilot.press("b")
             await pilot.pause()
             view = app.screen.query_one(BenchView)
@@ -54,6 +55,8 @@ def test_p_after_a_bench_in_the_explorer_shows_it(cpu_add_relu, tmp_path, monkey
             text = await counts_text(pilot)
             assert "not benched" not in text
             assert "measured on CPU (" in text and "eager " in text and "compiled " in text
+            # the Info pane draws its text again: the bench's device time per line is in it
+            assert "device time per line" in app.screen.query_one("#info").text
 
     asyncio.run(scenario())
 
