@@ -259,6 +259,7 @@ def test_the_pipeline_on_the_triton_source_names_its_line_and_keeps_question_mar
         assert view.status_text == "Triton source line 1", view.status_text  # not "← source line 1"
         await pilot.press("[")  # wraps to SASS
         await pilot.pause()
+        assert view.status_text == "SASS line 1: no source line (none recorded for it)", view.status_text
         labels = app.screen.query_one("KeyFooter").labels()
         assert "? Keys" in labels and "a raw SASS" in labels, labels
         await pilot.press("a")

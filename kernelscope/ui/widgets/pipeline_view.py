@@ -284,8 +284,9 @@ class PipelineView(PassView, Widget, can_focus=False):
             beside = f" → {plural(len(mapped), 'line')} of {there.title}" if self.split and there is not None else ""
             self._set_status(f"{here.title} line {pane.cursor_line}{beside}")
             return
-        where = ", ".join(str(n) for n in sorted(src_lines)) or "-"  # the keys are in the footer
-        self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}")
+        where = ", ".join(str(n) for n in sorted(src_lines))  # the keys are in the footer
+        self._set_status(f"{here.title} line {pane.cursor_line} ← source line {where}" if where else
+                         f"{here.title} line {pane.cursor_line}: no source line (none recorded for it)")
 
     @on(CodeView.CursorMoved)
     def _cursor_moved(self, message: CodeView.CursorMoved) -> None:
