@@ -38,21 +38,25 @@ def test_a_wrong_in_place_write_is_named():
 
 def test_an_attention_ops_rng_state_is_not_compared_as_a_result():
     """The philox seed and offset a fused attention op returns (saved for its backward) hold whatever the kernel
-    left there with dropout off: compared, they made an H100 Llama training step's correct code a MISMATCH."""
-    import operator
-
-    import torch.fx as fx
-
+    left there with dropout off: compared, they made an H100 Llama training step's correct code a MISMATCH.
+    Read off the printed FX graph, as the bench child has it (a bf16 Llama forward's lines)."""
     from kernelscope.bench.bundle_correctness import attention_state_outputs
 
-    g = fx.Graph()
-    q = g.placeholder("q")
-    attn = g.call_function(torch.ops.aten._scaled_dot_product_efficient_attention.default, (q, q, q, None, True))
-    flash = g.call_function(torch.ops.aten._scaled_dot_product_flash_attention.default, (q, q, q))
-    outs = [g.call_function(operator.getitem, (attn, i)) for i in range(4)]
-    outs += [g.call_function(operator.getitem, (flash, i)) for i in (0, 1, 6, 7)]
-    g.output(tuple(outs + [q]))
-    assert attention_state_outputs(fx.GraphModule(torch.nn.Module(), g)) == {2, 3, 6, 7}
+    fx = """
+        _scaled_dot_product_flash_attention = torch.ops.aten._scaled_dot_product_flash_attention.default(permute, permute_1, permute_2, 0.0, True, scale = 0.125)
+        getitem: "bf16[4, 4, 128, 64][32768, 64, 256, 1]cuda:0" = _scaled_dot_product_flash_attention[0]
+        getitem_1: "f32[4, 4, 128][512, 128, 1]cuda:0" = _scaled_dot_product_flash_attention[1]
+        getitem_6: "i64[2][1]cuda:0" = _scaled_dot_product_flash_attention[6]
+        getitem_7: "i64[][]cuda:0" = _scaled_dot_product_flash_attention[7];  _scaled_dot_product_flash_attention = None
+        _scaled_dot_product_efficient_attention = torch.ops.aten._scaled_dot_product_efficient_attention.default(a, b, c, None, True)
+        getitem_12 = _scaled_dot_product_efficient_attention[2]
+        getitem_13 = _scaled_dot_product_efficient_attention[3]
+        getitem_14 = _scaled_dot_product_efficient_attention[1]
+        getitem_20 = some_tuple[6]
+    """
+    outputs = ["view", "getitem", "getitem_1", "getitem_6", "getitem_7", "getitem_12", "getitem_13", "getitem_14",
+               "getitem_20"]
+    assert attention_state_outputs(fx, outputs) == {3, 4, 5, 6}
 
 
 def test_synthetic_weights_have_a_weights_scale():
@@ -74,7 +78,8 @@ def test_fused_attention_runs_in_float64_for_the_reference_as_the_math_it_stands
     from kernelscope.bench.reference_attention import reference_aten
 
     torch.manual_seed(0)
-    q, k, v = (torch.randn(2, 4, 8, 16, dtype=torch.float64) for _ in range(3))
+    # (batch, heads, seq, dim) views of (batch, seq, heads, dim) storage, as a transformer's projections give
+    q, k, v = (torch.randn(2, 8, 4, 16, dtype=torch.float64).transpose(1, 2) for _ in range(3))
     aten = reference_aten()
     out, lse, seed, offset = aten._scaled_dot_product_efficient_attention.default(q, k, v, None, True, 0.0,
                                                                                   True, scale=0.25)
@@ -86,8 +91,8 @@ def test_fused_attention_runs_in_float64_for_the_reference_as_the_math_it_stands
         grad, q, k, v, None, out, lse, seed, offset, 0.0, [True, True, True, False], True, scale=0.25)
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
     F.scaled_dot_product_attention(*leaves, is_causal=True, scale=0.25).backward(grad)
-    for mine, theirs in zip(got[:3], leaves):
-        assert torch.allclose(mine, theirs.grad)
+    for mine, theirs, given in zip(got[:3], leaves, (q, k, v)):
+        assert torch.allclose(mine, theirs.grad) and mine.stride() == given.stride()  # laid out as its input
     assert got[3] is None
     flash = aten._scaled_dot_product_flash_attention.default(q, k, v, 0.0, False, scale=0.25)
     assert torch.allclose(flash[0], F.scaled_dot_product_attention(q, k, v, scale=0.25))

@@ -54,6 +54,7 @@ class GraphRun:
         self.module = _import_output_code(Path(plan["output_code"]), work, index, self.id)
         self.call = self.module.call
         self.graph_module = _fx_module(Path(plan["eager_fx"]), self.id)
+        self.fx_text = Path(plan["eager_fx"]).read_text(encoding="utf-8", errors="replace")  # read for its outputs
         self._as: dict[torch.dtype, torch.nn.Module] = {}
 
     def compiled(self, args: list) -> Any:

@@ -44,7 +44,10 @@ def _grads(grad_out, q, k, v, bias, is_causal, scale, want_bias: bool = False):
         out, _ = _forward(*leaves, b, is_causal, scale)
         wrt = leaves + ([b] if want_bias and bias is not None else [])
         grads = torch.autograd.grad(out, wrt, grad_out)
-    return list(grads) + ([None] if not (want_bias and bias is not None) else [])
+    # Each gradient laid out as its input is, as the kernels return them: the graph views them as such.
+    grads = [torch.empty_strided(t.shape, t.stride(), dtype=g.dtype, device=g.device).copy_(g)
+             for t, g in zip(wrt, grads)]
+    return grads + ([None] if not (want_bias and bias is not None) else [])
 
 
 def _empty_state(q: torch.Tensor) -> torch.Tensor:
