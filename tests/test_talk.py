@@ -206,3 +206,30 @@ def test_a_bad_talk_script_is_one_line_naming_the_problem(tmp_path):
         load_talk(script)
     proc = kernelscope_cmd("talk", str(tmp_path / "missing.toml"), timeout=60)
     assert proc.returncode == 2 and "no such talk script" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_talks_numbers_tell_its_story_and_each_note_is_true_of_them():
+    """The shipped talk's captures, benched on the GPU: the bandwidth-bound steps (the seeds' 2**24 elements)
+    are faster compiled end to end; a step whose end to end the host decides shows the kernels' own time and
+    says so; the counts the notes speak of are the measured ones."""
+    from kernelscope.bundle.io import read_bundle
+    from kernelscope.ui.story import story
+    from kernelscope.ui.talk import load_talk
+
+    talk = load_talk(DEFAULT_TALK)
+    stories = {}
+    for step in talk.steps:
+        stories.setdefault(step.bundle.name, (step, story(read_bundle(step.bundle))))
+    for name in ("add_relu", "mul_add_sigmoid", "graph_break"):
+        s = stories[name][1]
+        assert s.inputs and all("16777216" in x for x in s.inputs), (name, s.inputs)
+        assert s.compiled_us < s.eager_us and s.compiled_device_us < s.eager_device_us, name
+        assert "host-bound" not in s.time_line()
+    for name in ("softmax", "linear_relu"):
+        s = stories[name][1]
+        assert s.compiled_us > s.eager_us  # small inputs: the host decides end to end, and the talk says why
+        assert "kernels alone: eager" in s.time_line() and "host-bound at this size" in s.time_line()
+    gb = stories["graph_break"][1]
+    assert (gb.eager_kernels, gb.compiled_kernels) == (4, 2)
+    lr = stories["linear_relu"]
+    assert lr[1].eager_kernels == lr[1].compiled_kernels == 2 and "two kernels either way" in lr[0].note

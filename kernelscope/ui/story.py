@@ -54,8 +54,7 @@ class Story:
             return ""
         line = f"kernels alone: eager {_time(e)}  →  compiled {_time(c)}  ({e / c:.2f}x)"
         if self.compiled_us and self.eager_us and self.compiled_us > self.eager_us and c <= e:
-            line += ("; end to end is host-bound at this size (launch and Python overhead outweigh the "
-                     "kernels): larger inputs show the fusion")
+            line += "; end to end is host-bound at this size: the call's launch and Python overhead outweigh its kernels"
         return line
 
 
