@@ -334,3 +334,18 @@ def test_a_kernel_with_no_fx_nodes_says_why_in_info_and_show(tmp_path):
         assert all(len(r) <= NARROW[0] for r in rows)
 
     drive(folder, steps)
+
+
+def test_the_job_view_wraps_a_recompiles_reason_under_its_column():
+    async def steps(pilot, app):
+        await pilot.press("J")
+        await pilot.pause(0.3)
+        lines = app.screen.query_one("#job-text").doc.text.splitlines()
+        at = next(i for i, line in enumerate(lines) if line.startswith("    recompiled because"))
+        assert lines[at].startswith("    recompiled because        0/0: tensor 'a' size mismatch"), lines[at]
+        assert lines[at + 1].startswith(" " * 30) and lines[at + 1].strip(), lines[at:at + 3]
+        assert all(len(line) <= NARROW[0] - 10 for line in lines[at:at + 3]), lines[at:at + 3]
+        # enter on the reason's second line still opens that compile's graph
+        assert app.screen.graph_at[at + 1] == app.screen.graph_at[at]
+
+    drive(TWO_CALLS, steps)

@@ -118,6 +118,27 @@ class DiffScreen(ToolScreen):
         yield view
 
 
+# show --job's rows whose value is a sentence: wrapped under the value at the screen's width (a recompile's
+# reason was cut at the pane's edge at 80 columns); rows of counts and ranks stay whole, to pan.
+_REASON_LABELS = ("recompiled because", "graph break", "restarted because", "no kernels")
+_VALUE_COLUMN = 30  # job_view's "    " + a 26-cell label
+
+
+def wrap_reasons(lines: list[str], width: int) -> list[str]:
+    import textwrap
+
+    out: list[str] = []
+    for line in lines:
+        label = line[4:_VALUE_COLUMN].strip()
+        if len(line) <= width or label not in _REASON_LABELS or width - _VALUE_COLUMN < 20:
+            out.append(line)
+            continue
+        wrapped = textwrap.wrap(line[_VALUE_COLUMN:], width - _VALUE_COLUMN, break_long_words=False,
+                                break_on_hyphens=False) or [""]
+        out += [line[:_VALUE_COLUMN] + wrapped[0], *(" " * _VALUE_COLUMN + w for w in wrapped[1:])]
+    return out
+
+
 class JobScreen(ToolScreen):
     """The whole job at a glance (``show --job``): each compile under the line of the user's code that
     reached it, the ranks side by side; enter on a compile's lines opens its first graph in the explorer
@@ -135,7 +156,7 @@ class JobScreen(ToolScreen):
         from kernelscope.bundle.io import read_text
         from kernelscope.job_view import job_compiles, job_text
 
-        lines = job_text(self.bundle, read_text)
+        lines = wrap_reasons(job_text(self.bundle, read_text), (self.app.size.width or 80) - 10)
         _, compiles = job_compiles(self.bundle)
         first = {jc.compile_id: next(g.id for rc in jc.by_rank.values() for g in rc.graphs) for jc in compiles}
         current = None
