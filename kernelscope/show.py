@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from kernelscope.bundle.artifacts import RENDERED_STAGES, STORED_TEXT, stage_order
 from kernelscope.bundle.io import BundleError, printable, read_bundle, read_text
 from kernelscope.bundle.kernel_match import names_line
-from kernelscope.bundle.model import FX_KINDS, Bundle, run_state, to_dict
+from kernelscope.bundle.model import FX_KINDS, Bundle, to_dict
 from kernelscope.bundle.no_code import has_output_code, no_code_lines
 from kernelscope.bundle.origin import actions as origin_actions
-from kernelscope.bundle.origin import origin_line
+from kernelscope.bundle.origin import origin_line, run_state
 from kernelscope.bundle.symbolic import bytes_per_call, is_symbolic
 from kernelscope.compile_facts import (  # noqa: F401  (the UI and the report import them from here too)
     _compiles,
@@ -73,7 +73,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def summary_dict(b: Bundle) -> dict[str, Any]:
     """What `show --json` prints: the manifest plus per-kernel derived counts."""
-    from kernelscope.bundle.shards import load_sides
+    from kernelscope.bundle.side_sections import load_sides
 
     load_sides(b)
     data = to_dict(b)

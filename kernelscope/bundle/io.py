@@ -176,7 +176,7 @@ def bundle_path(bundle: Bundle, relpath: str) -> Path:
 
 def manifest_text(bundle: Bundle) -> str:
     """The whole bundle as one JSON text (format 1's shape: every detail inline), for ``show --json``."""
-    from kernelscope.bundle.shards import load_sides
+    from kernelscope.bundle.side_sections import load_sides
 
     load_sides(bundle)
     return json.dumps(to_dict(bundle), indent=1, sort_keys=False) + "\n"

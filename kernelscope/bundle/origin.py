@@ -83,3 +83,16 @@ def short_name(target: dict[str, Any]) -> str:
         return command_text(target, 40)
     spec = str(target.get("spec") or "")
     return spec.rstrip("/").rsplit("/", 1)[-1] or "bundle"
+
+
+def run_state(options: dict[str, Any], *, quiet_default: bool = False) -> str:
+    """How the capture called the function: "no_grad · eval", "inference_mode", "grad · train".
+    Bundles older than these options say nothing (""); ``quiet_default`` says nothing for grad on
+    and train (what torch does unless told otherwise)."""
+    grad = options.get("grad_mode") or ("inference_mode" if options.get("inference_mode") else
+                                        "no_grad" if options.get("no_grad") else "")
+    train = options.get("train") or ("eval" if options.get("eval") else "")
+    if not grad and not train:
+        return ""
+    parts = [p for p in (grad, train) if p and not (quiet_default and p in ("grad", "train"))]
+    return " · ".join(parts)

@@ -39,6 +39,7 @@ from kernelscope.bundle.model import (
     UserLine,
     to_dict,
 )
+from kernelscope.bundle.side_sections import attach_sides, load_sides, split_sides
 from kernelscope.bundle.validate import (
     _check,
     build,
@@ -59,8 +60,6 @@ _FIGURES = ("bytes_read", "bytes_written", "bytes_bound", "fx_nodes")
 _FIGURE_HINTS = {"bytes_read": "int | None", "bytes_written": "int | None", "bytes_bound": "bool", "fx_nodes": "int"}
 _GRAPH_INDEX = tuple(f for f in Graph.__dataclass_fields__ if f not in GRAPH_DETAIL)
 _BREAK_INDEX = tuple(f for f in GraphBreak.__dataclass_fields__ if f != "detail")
-# Format 3's side files: a section's name -> its file (fixed names: the index says which exist, never where).
-SIDES = {"compile_time": "sections/compile_time.json", "graph_break_details": "sections/graph_break_details.json"}
 
 
 def detail_path(graph_id: str, position: int) -> str:
@@ -180,7 +179,7 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
     if not same:  # a copy elsewhere takes the side files' contents along
         load_sides(bundle)
     index, details = index_and_details(bundle, skip_unread=same)
-    details.update(_split_sides(bundle, index))
+    details.update(split_sides(bundle, index))
     for rel, detail in details.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -192,96 +191,6 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
         else:
             path.write_text(text, encoding="utf-8")
     return dumps_lines(index)
-
-
-def _split_sides(bundle: Bundle, index: dict[str, Any]) -> dict[str, Any]:
-    """Format 3: the long texts moved out of ``index`` into side files (path -> JSON value); a side file
-    of the bundle's own folder never read stays as it is, named in ``index["sections"]``."""
-    sides: dict[str, Any] = {}
-    named: list[str] = []
-    unread = bundle.__dict__.get("_sides")
-    breaks = index.get("graph_breaks") or []
-    if breaks and all("detail" in gb for gb in breaks):
-        sides[SIDES["graph_break_details"]] = [gb.pop("detail") for gb in breaks]
-        named.append("graph_break_details")
-    elif breaks:  # the messages were never read: their file stands
-        named.append("graph_break_details")
-    extra = index.get("extra")
-    if isinstance(extra, dict) and extra.get("compile_time") is not None:
-        sides[SIDES["compile_time"]] = extra.pop("compile_time")
-        named.append("compile_time")
-    elif unread is not None and unread.has("compile_time"):
-        named.append("compile_time")
-    if named:
-        index["sections"] = named
-    return sides
-
-
-class _SideSections:
-    """The loader of a format-3 bundle's side files (Bundle.section, GraphBreak.detail): each read once,
-    validated as the manifest's sections are; a damaged one is left out with a note."""
-
-    def __init__(self, bundle: Bundle, names: list[str]) -> None:
-        self.bundle, self.unread = bundle, set(names)
-        self.lock = threading.Lock()
-
-    def has(self, name: str) -> bool:
-        return name in self.unread
-
-    def load(self, name: str) -> None:
-        with self.lock:
-            if name not in self.unread:
-                return
-            self.unread.discard(name)
-            try:
-                value = self._read(SIDES[name])
-            except BundleError as exc:
-                self.bundle.notes.append(f"{exc}; left out")
-                value = None
-            if name == "compile_time":
-                from kernelscope.bundle.sections import section_problem
-
-                problem = section_problem(name, value) if value is not None else None
-                if problem:
-                    self.bundle.notes.append(f"the compile-time record in {SIDES[name]} is damaged ({problem}) "
-                                             "and was left out; open or capture again")
-                elif value is not None:
-                    self.bundle.extra[name] = value
-            elif name == "graph_break_details":
-                texts = value if isinstance(value, list) and all(type(t) is str for t in value) else []
-                if value is not None and len(texts) != len(self.bundle.graph_breaks):
-                    self.bundle.notes.append(f"{SIDES[name]} does not match the bundle's graph breaks; their "
-                                             "whole messages are left out")
-                    texts = []
-                for i, gb in enumerate(self.bundle.graph_breaks):
-                    gb.__dict__["detail"] = texts[i] if i < len(texts) else ""
-                    gb.__dict__["_detail"] = None
-
-    def __call__(self) -> None:  # a graph break's detail asked for (model._Lazy)
-        self.load("graph_break_details")
-
-    def _read(self, rel: str) -> Any:
-        from kernelscope.bundle.paths import inside, strip_controls
-        from kernelscope.safefile import FileProblem, read_regular
-
-        try:
-            raw = read_regular(inside(self.bundle.root, rel), MAX_DETAIL_BYTES, "bundle section file")
-            data = json.loads(raw.decode("utf-8"))
-        except FileProblem as exc:
-            raise BundleError(f"{self.bundle.root}: {exc}") from exc
-        except (OSError, ValueError, RecursionError) as exc:
-            raise BundleError(f"{self.bundle.root}: {rel} is not readable JSON "
-                              f"({' '.join(str(exc).split())[:120]})") from exc
-        strip_controls(data, raw)
-        return data
-
-
-def load_sides(bundle: Bundle) -> None:
-    """Every side file of a format-3 bundle read into the bundle (a copy written elsewhere, ``show --json``)."""
-    loader = bundle.__dict__.get("_sides")
-    if loader is not None:
-        for name in list(loader.unread):
-            loader.load(name)
 
 
 def _same_folder(a: Path, b: Path) -> bool:
@@ -465,7 +374,7 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
     b.kernels = kernels
     check_references(b)
     build_lists(b, data)
-    _attach_sides(b, data)
+    attach_sides(b, data)
     by_graph: dict[str, list[Kernel]] = {}
     for k in kernels:
         by_graph.setdefault(k.graph, []).append(k)
@@ -475,26 +384,6 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
         for k in loader.kernels:
             k.__dict__["_detail"] = loader
     return b
-
-
-def _attach_sides(b: Bundle, data: dict[str, Any]) -> None:
-    """Format 3: a loader left for the side files the index names (their messages and rows read when asked)."""
-    names = data.get("sections")
-    if names is None:
-        return
-    if not isinstance(names, list) or not all(isinstance(n, str) and n in SIDES for n in names):
-        raise BundleError("bundle.sections should list side files kernelscope writes "
-                          f"({', '.join(SIDES)})")
-    names = [n for n in names if not (n == "compile_time" and "compile_time" in b.extra)]
-    if not names:
-        return
-    loader = _SideSections(b, names)
-    b.__dict__["_sides"] = loader
-    if "graph_break_details" in names:
-        for gb, entry in zip(b.graph_breaks, data.get("graph_breaks") or []):
-            if "detail" not in entry:  # the message is in the side file
-                gb.__dict__.pop("detail", None)
-                gb.__dict__["_detail"] = loader
 
 
 def detail_paths(bundle: Bundle) -> list[str]:

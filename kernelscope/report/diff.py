@@ -16,7 +16,8 @@ from typing import Any
 
 from kernelscope.bundle.artifacts import DIFF_STAGES
 from kernelscope.bundle.io import clip_text, read_text
-from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant, run_state
+from kernelscope.bundle.model import Bundle, Graph, Kernel, TritonVariant
+from kernelscope.bundle.origin import run_state
 from kernelscope.bundle.symbolic import is_symbolic
 from kernelscope.report.bench import BenchFacts, read_bench
 from kernelscope.report.normalise import normalise_text, rename_kernel

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kernelscope.bundle.model import Bundle, Graph, Kernel, run_state
+from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.bundle.origin import run_state
 from kernelscope.bundle.symbolic import is_symbolic
 from kernelscope.compile_facts import no_fx_nodes_reason
 from kernelscope.job_summary import is_job
