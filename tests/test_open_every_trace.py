@@ -267,3 +267,13 @@ def test_ranks_named_only_in_the_records_open_as_ranks(tmp_path):
     proc = _open(trace, tmp_path / "b")
     assert proc.returncode == 0 and "(2 ranks): 3 compile ids, 5 graphs, 17 kernels" in proc.stderr, proc.stderr
     assert read_bundle(tmp_path / "b").environment["ranks"] == [0, 1]
+
+
+def test_a_folder_of_compressed_logs_says_to_decompress_them(tmp_path):
+    folder = tmp_path / "trace"
+    folder.mkdir()
+    shutil.copy(REPO / "tests" / "fixtures" / "traces" / "aot_eager_cpu" / "dedicated_log_torch_trace.log.gz", folder)
+    proc = kernelscope_cmd("open", str(folder), "--no-ui", "-o", str(tmp_path / "b"))
+    assert proc.returncode == 2 and not (tmp_path / "b").exists()
+    assert proc.stderr == (f"kernelscope: {folder}: its TORCH_TRACE logs are compressed "
+                           f"(dedicated_log_torch_trace.log.gz); decompress them first: gunzip {folder}/*.log.gz\n")

@@ -37,7 +37,7 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
     except OSError as exc:
         raise BundleError(f"{exc}") from exc
     if not logs:
-        raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
+        raise BundleError(no_logs_line(trace))
     if triton_cache is not None and not Path(triton_cache).is_dir():
         raise BundleError(f"{triton_cache}: no such Triton cache folder")
     stderr_text = Path(stderr_log).read_text(encoding="utf-8", errors="replace") if stderr_log is not None else ""
@@ -120,6 +120,15 @@ def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_c
     bundle.notes.extend(notes)
     save_manifest(bundle, staging)
     return bundle
+
+
+def no_logs_line(trace: Path) -> str:
+    """Why a folder gave no log to read, and what to do: compressed logs are named."""
+    packed = sorted(p.name for p in trace.glob("*.log.gz")) if trace.is_dir() else []
+    if packed:
+        return (f"{trace}: its TORCH_TRACE logs are compressed ({', '.join(packed[:3])}"
+                f"{' …' if len(packed) > 3 else ''}); decompress them first: gunzip {trace}/*.log.gz")
+    return f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named"
 
 
 def rank_in_name(log: Path) -> int | None:

@@ -121,7 +121,9 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
         shown = ", ".join(folder.not_traces[:5]) + (f" and {len(folder.not_traces) - 5} more" if len(folder.not_traces) > 5 else "")
         raise BundleError(f"{trace}: found no TORCH_TRACE records ({shown}); point at the folder TORCH_TRACE named")
     if not ranks:
-        raise BundleError(f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named")
+        from kernelscope.ingest.open_trace import no_logs_line
+
+        raise BundleError(no_logs_line(Path(trace)))
     known = sorted(r for r in ranks if r is not None)
     if rank is not None and rank not in ranks:
         raise BundleError(f"{trace}: no log of rank {rank}; ranks found: {', '.join(map(str, known)) or 'none'}")
