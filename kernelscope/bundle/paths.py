@@ -5,6 +5,7 @@ string read from one carries a terminal escape (``strip_controls``). Shared by t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -123,3 +124,17 @@ def inside(root: str | os.PathLike, relpath: str, *, real_root: Path | None = No
         raise BundleError(f"{base}: {str(relpath)!r} in the bundle is a symlink to {real}, outside the bundle; "
                           "refusing to read it")
     return path
+
+
+def read_json_file(root: str, rel: str, limit: int, what: str) -> tuple[Any, bytes]:
+    """A JSON file of the bundle at ``root`` (``rel`` inside it, a regular file of at most ``limit`` bytes):
+    its value and its raw bytes (for strip_controls), or a BundleError of one line naming the file."""
+    from kernelscope.safefile import FileProblem, read_regular
+
+    try:
+        raw = read_regular(inside(root, rel), limit, what)
+        return json.loads(raw.decode("utf-8")), raw
+    except FileProblem as exc:
+        raise BundleError(f"{root}: {exc}") from exc
+    except (OSError, ValueError, RecursionError) as exc:
+        raise BundleError(f"{root}: {rel} is not readable JSON ({' '.join(str(exc).split())[:120]})") from exc

@@ -240,18 +240,9 @@ class _GraphDetail:
                 k.__dict__.pop("_index", None)
 
     def _read(self) -> tuple[dict[str, Any], dict[str, Kernel]]:
-        from kernelscope.bundle.paths import inside, strip_controls
-        from kernelscope.safefile import FileProblem, read_regular
+        from kernelscope.bundle.paths import read_json_file, strip_controls
 
-        path = inside(self.bundle.root, self.relpath)
-        try:
-            raw = read_regular(path, MAX_DETAIL_BYTES, "graph detail file")
-            data = json.loads(raw.decode("utf-8"))
-        except FileProblem as exc:
-            raise BundleError(f"{self.bundle.root}: {exc}") from exc
-        except (OSError, ValueError, RecursionError) as exc:
-            raise BundleError(f"{self.bundle.root}: {self.relpath} is not readable JSON "
-                              f"({' '.join(str(exc).split())[:120]})") from exc
+        data, raw = read_json_file(self.bundle.root, self.relpath, MAX_DETAIL_BYTES, "graph detail file")
         where = self.relpath
         if not isinstance(data, dict) or not isinstance(data.get("graph", {}), dict) \
                 or not isinstance(data.get("kernels", {}), dict):

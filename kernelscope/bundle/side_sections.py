@@ -7,7 +7,6 @@ No torch, no textual.
 
 from __future__ import annotations
 
-import json
 import threading
 from typing import Any
 
@@ -85,17 +84,9 @@ class _SideSections:
         self.load("graph_break_details")
 
     def _read(self, rel: str) -> Any:
-        from kernelscope.bundle.paths import inside, strip_controls
-        from kernelscope.safefile import FileProblem, read_regular
+        from kernelscope.bundle.paths import read_json_file, strip_controls
 
-        try:
-            raw = read_regular(inside(self.bundle.root, rel), MAX_SIDE_BYTES, "bundle section file")
-            data = json.loads(raw.decode("utf-8"))
-        except FileProblem as exc:
-            raise BundleError(f"{self.bundle.root}: {exc}") from exc
-        except (OSError, ValueError, RecursionError) as exc:
-            raise BundleError(f"{self.bundle.root}: {rel} is not readable JSON "
-                              f"({' '.join(str(exc).split())[:120]})") from exc
+        data, raw = read_json_file(self.bundle.root, rel, MAX_SIDE_BYTES, "bundle section file")
         strip_controls(data, raw)
         return data
 
