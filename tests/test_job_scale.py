@@ -371,3 +371,7 @@ def test_the_info_pane_shows_a_jobs_compile_time_once_its_side_file_is_read(job)
     lines = asyncio.run(run())
     assert "── where the compile went (trace) ──" in lines and not any("reading…" in x for x in lines)
     assert any(x.startswith("Compile time: ") and "s in the trace's timed phases" in x for x in lines)
+    # A job's Info pane shows the selected graph's compile, not every one of the job's 80 again per graph.
+    section = lines[lines.index("── where the compile went (trace) ──"):]
+    assert any("graph 1/0_1's compile and kernels below" in x for x in section), section
+    assert [x.split(":")[0] for x in section if x.startswith("graph ")] == ["graph 1/0 forward (modeling_gpt2.py"]

@@ -5,6 +5,7 @@ and ``bundle.extra["compile_time"]`` (written when the bundle is built). Pure: n
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kernelscope.units import base_name, fmt_bytes, wrap_names
@@ -130,7 +131,12 @@ def bar(share: float, width: int = 20) -> str:
     return "█" * full + "·" * (width - full)
 
 
-def compile_lines(bundle: Any, limit: int = 15) -> list[str]:
+_attempt = re.compile(r"_\d+$")
+
+
+def compile_lines(bundle: Any, limit: int = 15, compile_id: str | None = None) -> list[str]:
+    """Where the compile time went: per phase, per compile and per kernel (slowest first); with
+    ``compile_id``, the compiles and kernels of that one (a job's Info pane, graph by graph)."""
     data = compile_data(bundle)
     if not data:
         return ["Compile time: this bundle's trace has no timed phases (chromium_event records); capture again "
@@ -143,7 +149,15 @@ def compile_lines(bundle: Any, limit: int = 15) -> list[str]:
     for phase, s in sorted(data.get("phases", {}).items(), key=lambda x: -x[1]):
         share = s / total if total else 0.0
         out.append(f"  {phase:<24} {s:8.2f} s {100 * share:5.1f}%  {bar(share)}")
-    for c in data.get("compiles", []):
+    compiles = data.get("compiles", [])
+    kernels = every = data.get("kernels", [])
+    if compile_id is not None:  # a graph's "1/0_1" (attempt 1 of compile 1/0) is the trace's compile "1/0"
+        frame = _attempt.sub("", compile_id)
+        compiles = [c for c in compiles if _attempt.sub("", str(c.get("compile_id"))) == frame]
+        kernels = [k for k in kernels if _attempt.sub("", str(k.get("compile_id"))) == frame]
+        out.append(f"  (the whole job's phases above; graph {compile_id}'s compile and kernels below: "
+                   "`kernelscope show --compile` lists every compile)")
+    for c in compiles:
         cache = ", ".join(x for x in (f"Inductor cache {c['inductor_cache']}" if c.get("inductor_cache") else "",
                                       f"FX graph cache {c['fx_cache']}" if c.get("fx_cache") else "") if x)
         guards = f"{c['guards']} guards" if c.get("guards") is not None else ""
@@ -154,7 +168,6 @@ def compile_lines(bundle: Any, limit: int = 15) -> list[str]:
         out.append(f"graph {name}{' ' + where if where else ''}: {c['total_s']:.2f} s  "
                    + "  ".join(x for x in (guards, cache) if x) + (f"  failed: {c['fail']}" if c.get("fail") else ""))
         out.append("    " + ", ".join(f"{p} {s:.2f}s" for p, s in sorted(c["phases"].items(), key=lambda x: -x[1])[:6]))
-    kernels = data.get("kernels", [])
     if kernels:
         out.append(f"per kernel (Triton compile + autotune, slowest first; {len(kernels)} kernels)")
         for k in kernels[:limit]:
@@ -170,6 +183,8 @@ def compile_lines(bundle: Any, limit: int = 15) -> list[str]:
                    "their sum may exceed the 'C++/Triton compile' phase)")
     elif not bundle.kernels:  # another backend's frames, failed compiles, a trace of timed phases only
         out.append("per kernel: no kernel was generated")
+    elif every:
+        out.append(f"per kernel: none of the trace's {len(every)} timed kernels is graph {compile_id}'s")
     else:
         out.append("per kernel: the trace has no per-kernel compile times (C++ kernels compile in one go: "
                    f"{data.get('phases', {}).get('C++/Triton compile', 0.0):.2f} s in 'C++/Triton compile')")

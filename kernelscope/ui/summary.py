@@ -318,7 +318,8 @@ def why_shared_info(b: Bundle, graph: Graph | None, *, compile_time: bool = True
         out.append("── where the compile went (trace): reading… ──")
     elif why.compile_data(b):
         out.append("── where the compile went (trace) ──")
-        out += why.compile_lines(b, limit=8)
+        # A job's: this graph's compile (every compile of hundreds would be drawn again for each graph).
+        out += why.compile_lines(b, limit=8, compile_id=graph.compile_id if graph is not None and is_job(b) else None)
     return "\n".join(out) + ("\n" if out else "")
 
 
