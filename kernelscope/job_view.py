@@ -212,11 +212,13 @@ def job_text(b: Bundle, read_text=None) -> list[str]:
                 out.append((f"    {'':<{width}}" + "".join(f"{'rank ' + str(r):<28}" for r in ranks)).rstrip())
             rows = [("graphs", lambda rc: ", ".join(g.kind for g in rc.graphs)),
                     ("kernels, launches", lambda rc: f"{rc.kernels}, {rc.launches}"),
-                    ("compile time, cache", lambda rc: (f"{rc.seconds:.2f} s" if rc.seconds is not None else "?")
-                     + (f" ({rc.cache})" if rc.cache else "")),
-                    ("guards", lambda rc: "?" if rc.guards is None else str(rc.guards))]
+                    # what the trace or capture did not record says so (a bare "?" read as unknown why)
+                    ("compile time, cache", lambda rc: (f"{rc.seconds:.2f} s" if rc.seconds is not None
+                                                        else "no compile record") + (f" ({rc.cache})" if rc.cache else "")),
+                    ("guards", lambda rc: "no compile record" if rc.guards is None else str(rc.guards))]
             if any(rc.device_us is not None for rc in jc.by_rank.values()):
-                rows.append(("device time (bench)", lambda rc: "?" if rc.device_us is None else _time(rc.device_us)))
+                rows.append(("device time (bench)", lambda rc: "not timed" if rc.device_us is None
+                             else _time(rc.device_us)))
             if any(rc.collectives for rc in jc.by_rank.values()):
                 rows.append(("collectives", lambda rc: ", ".join(f"{n} {op}" for op, n in sorted(rc.collectives.items()))
                              or "none"))

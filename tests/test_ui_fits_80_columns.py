@@ -349,3 +349,12 @@ def test_the_job_view_wraps_a_recompiles_reason_under_its_column():
         assert app.screen.graph_at[at + 1] == app.screen.graph_at[at]
 
     drive(TWO_CALLS, steps)
+
+
+def test_show_job_says_what_a_capture_did_not_record_instead_of_a_question_mark():
+    from .conftest import kernelscope_cmd
+
+    shown = kernelscope_cmd("show", str(TWO_CALLS), "--job").stdout
+    assert "    compile time, cache       no compile record" in shown, shown
+    assert "    guards                    no compile record" in shown, shown
+    assert not any(line.rstrip().endswith(" ?") for line in shown.splitlines()), shown
