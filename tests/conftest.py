@@ -24,6 +24,13 @@ from filelock import FileLock
 if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
+# One folder for Inductor's precompiled C++ header (5-20 s of g++) for every capture and bench the tests run,
+# though most run with a cache folder of their own (kernelscope/capture/compile_cache.py): the user's.
+if not os.environ.get("KERNELSCOPE_PRECOMPILED_HEADERS"):
+    from kernelscope.capture import compile_cache as _compile_cache
+
+    os.environ["KERNELSCOPE_PRECOMPILED_HEADERS"] = str(_compile_cache.folder() / "precompiled_headers")
+
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "tests" / "fixtures" / "reference"  # trimmed H200 reference captures (see its README)
 REF_CASES = ("add_relu", "mul_add_sigmoid", "linear_relu", "linear_relu_autotune", "linear_relu_bf16_autotune",

@@ -92,7 +92,7 @@ def test_children_share_inductors_precompiled_header(tmp_path):
 
 @pytest.mark.slow
 def test_a_cpu_bench_right_after_its_capture_runs_the_captures_compiled_graph(tmp_path):
-    env = {"KERNELSCOPE_CACHE": str(tmp_path / "cache")}
+    env = {"KERNELSCOPE_CACHE": str(tmp_path / "cache"), "KERNELSCOPE_PRECOMPILED_HEADERS": ""}  # as a user has it
     bundle = tmp_path / "add_relu"
     proc = kernelscope_cmd("capture", "add_relu", "--device", "cpu", "-o", str(bundle), "-q", env=env)
     assert proc.returncode == 0, proc.stderr
@@ -106,5 +106,5 @@ def test_a_cpu_bench_right_after_its_capture_runs_the_captures_compiled_graph(tm
     assert "compiled anew" not in speedup
     # the C++ kernel is still named and timed in the profile (without Inductor's kernel-profile flag)
     launch = next(x for x in proc.stdout.splitlines() if x.strip().startswith("cpp_fused_add_relu_0"))
-    assert re.search(r"\d µs", launch)
+    assert re.search(r"\d (µs|ms) ", launch), launch  # a time (ms on a loaded machine: 19.6 ms seen beside make test)
     assert "sum check OK" in proc.stdout

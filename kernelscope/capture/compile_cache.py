@@ -54,7 +54,10 @@ def share_precompiled_headers(tmp: Path, shared: Path | None = None) -> None:
         user = getpass.getuser()
     except Exception:  # as torch does without a user name
         user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
-    target = (shared or folder()) / "precompiled_headers"
+    # KERNELSCOPE_PRECOMPILED_HEADERS names one folder for it whatever the cache: the tests give most
+    # commands a cache folder of their own, and each built the same header (tests/conftest.py sets it).
+    override = None if shared else os.environ.get("KERNELSCOPE_PRECOMPILED_HEADERS")
+    target = Path(override) if override else (shared or folder()) / "precompiled_headers"
     link = tmp / ("torchinductor_" + re.sub(r'[\\/:*?"<>|]', "_", user)) / "precompiled_headers"
     try:
         target.mkdir(parents=True, exist_ok=True)
