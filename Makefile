@@ -8,8 +8,11 @@ PYTEST_ARGS ?=
 # the captures several files share are made once per run (tests/conftest.py's built_once). XDIST= runs serially.
 XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
 # The UI tests once more on Textual's stock widgets (kernelscope/ui/textual_private off), so the path any
-# other Textual takes is tested on every change; no torch compiles (-m "not slow").
-UI_TESTS := $(wildcard tests/test_ui_*.py) tests/test_textual_private.py
+# other Textual takes is tested on every change; no torch compiles (-m "not slow"). Only what the fast paths
+# change (what is drawn, when, and with which styles): not the tests of a capture's or a run's child process
+# seen from the UI, nor of the UI's imports.
+UI_TESTS := $(filter-out tests/test_ui_imports.py tests/test_ui_run.py tests/test_ui_capture.py, \
+              $(wildcard tests/test_ui_*.py)) tests/test_textual_private.py
 
 .PHONY: setup demo test test-fast lint ui gpu-test
 
