@@ -84,10 +84,10 @@ def test_the_cache_message_never_calls_a_slower_load_the_fast_one():
 
 
 def test_children_share_inductors_precompiled_header(tmp_path):
-    shared = tmp_path / "shared"
-    compile_cache.share_precompiled_headers(tmp_path / "tmp", shared)
+    common = tmp_path / "common-cache"
+    compile_cache.share_precompiled_headers(tmp_path / "tmp", common)
     links = list((tmp_path / "tmp").glob("torchinductor_*/precompiled_headers"))
-    assert len(links) == 1 and links[0].is_symlink() and links[0].resolve() == (shared / "precompiled_headers")
+    assert len(links) == 1 and links[0].is_symlink() and links[0].resolve() == (common / "precompiled_headers")
 
 
 @pytest.mark.slow

@@ -121,7 +121,7 @@ def wrapped_fact(label: str, value: str, suffix: str = "", width: int = FACT_WID
         # follows (not ``arg1_`` before its number), else after any ``_``.
         comma = rest.rfind(", ", 0, width) + 2
         call = max(rest.rfind("(", 0, width - 1), rest.rfind("/", 0, width - 1)) + 1  # after a call or a folder
-        word = max((i + 1 for i in range(width - 1) if rest[i] == "_" and not rest[i + 1].isdigit()), default=0)
+        word = max((i + 1 for i in range(width) if rest[i] == "_" and not rest[i + 1].isdigit()), default=0)
         under = rest.rfind("_", 0, width) + 1
         cut = next((c for c in (comma, call) if c > 4), 0) or next((c for c in (word, under) if c > width // 3), width)
         lines.append(rest[:cut].rstrip())
