@@ -14,7 +14,7 @@ from kernelscope.bundle.io import read_bundle
 from kernelscope.cli import main
 from kernelscope.report.diff import ADDED, CHANGED, REMOVED, REPLACED, SAME, diff_bundles, diffs_for, name_stem
 from kernelscope.report.normalise import normalise_text
-from tests.conftest import GPU_FIXTURES, REF_CASES, kernelscope_cmd
+from tests.conftest import GPU_FIXTURES, REF_CASES, REPO, kernelscope_cmd
 
 AUTOTUNE_PAIRS = [("ref", "linear_relu", "linear_relu_autotune")]
 if (GPU_FIXTURES / "linear_relu" / "bundle.json").is_file() and \
@@ -286,3 +286,15 @@ def test_diff_times_say_microseconds_as_everything_else_does(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "SAME     triton_poi_fused_addmm_relu_0   [2.7 µs -> 5.4 µs (+100%)]" in out
     assert " us" not in out
+
+
+def test_diff_of_an_opened_trace_says_no_difference_it_cannot_know(tmp_path):
+    """An opened trace records neither inputs nor device: its diff with a capture lists no 'inputs ? -> ...'
+    or 'device None -> cuda', only what both sides know."""
+    from kernelscope.ingest.open_trace import bundle_from_trace
+
+    opened = tmp_path / "opened"
+    bundle_from_trace(REPO / "tests" / "fixtures" / "traces" / "aoti_cpu", opened)
+    proc = kernelscope_cmd("diff", str(opened), str(REPO / "tests" / "fixtures" / "gpu" / "add_relu"))
+    assert proc.returncode == 0, proc.stderr
+    assert "None" not in proc.stdout and "inputs ?" not in proc.stdout and "the captures differ" not in proc.stdout

@@ -369,7 +369,7 @@ def option_changes(a: Bundle, b: Bundle) -> list[str]:
     reasons are no regression: a reader must see them before the kernels."""
     out = []
     ia, ib = _inputs_text(a.target), _inputs_text(b.target)
-    if ia != ib:
+    if ia != ib and "?" not in (ia, ib):  # an opened trace records no inputs: nothing to tell apart
         out.append(f"inputs {ia} -> {ib}")
     # Compared without what torch does untold (grad, train): a bundle older than these options says nothing.
     if run_state(a.options, quiet_default=True) != run_state(b.options, quiet_default=True):
@@ -380,6 +380,8 @@ def option_changes(a: Bundle, b: Bundle) -> list[str]:
             va, vb = va or "default", vb or "default"
         elif key != "device":
             va, vb = bool(va), bool(vb)
+        elif va is None or vb is None:  # not recorded (an opened trace): unknown, not a difference
+            continue
         if va != vb:
             out.append(f"{key} {va} -> {vb}")
     return out
