@@ -88,17 +88,24 @@ def test_what_a_run_killed_with_sigkill_left_is_swept_at_the_next_start(tmp_path
     script.write_text("import subprocess, sys, time\n"
                       f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)', {tag!r}])\n"
                       "time.sleep(300)\n")
-    run = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "--no-ui", "-q", "-o", str(tmp_path / "out"),
-                            "--", sys.executable, str(script)], cwd=str(tmp_path), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(REPO)})
+    # Any kernelscope that starts on this machine sweeps the orphan, as it should: under make test's other
+    # worker one may start in the half second below (seen once in a CI run). Then the scenario runs again.
+    run = None
     try:
-        deadline = time.time() + 60
-        while not _alive_with(tag) and time.time() < deadline:
-            time.sleep(0.1)
-        assert _alive_with(tag), "the program's child never started"
-        run.kill()
-        run.wait()
-        time.sleep(0.5)
+        for attempt in range(3):
+            run = subprocess.Popen([sys.executable, "-m", "kernelscope", "run", "--no-ui", "-q", "-o",
+                                    str(tmp_path / f"out{attempt}"), "--", sys.executable, str(script)], cwd=str(tmp_path),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env={**os.environ, "PYTHONPATH": str(REPO)})
+            deadline = time.time() + 60
+            while not _alive_with(tag) and time.time() < deadline:
+                time.sleep(0.1)
+            assert _alive_with(tag), "the program's child never started"
+            run.kill()
+            run.wait()
+            time.sleep(0.5)
+            if _alive_with(tag):
+                break
         assert _alive_with(tag), "expected the program's child to outlive a SIGKILLed kernelscope"
         again = kernelscope_cmd("run", "--no-ui", "-q", "-o", str(tmp_path / "again"), "--", sys.executable, "-c",
                                 "pass", cwd=str(tmp_path), timeout=120)
@@ -108,7 +115,8 @@ def test_what_a_run_killed_with_sigkill_left_is_swept_at_the_next_start(tmp_path
             time.sleep(0.1)
         assert _alive_with(tag) == []
     finally:
-        run.kill()
+        if run is not None:
+            run.kill()
         _kill(_alive_with(tag))
 
 
