@@ -81,6 +81,7 @@ def _no_litter(folder: Path) -> list[str]:
     return [p.name for p in folder.iterdir() if p.name.startswith(".kernelscope-tmp-")]
 
 
+@pytest.mark.slow  # the child runs torch.compile (in five of the seven)
 @pytest.mark.parametrize(
     "spec, extra, words, leaves_bundle",
     [
@@ -120,6 +121,7 @@ def test_debug_shows_the_traceback_for_internal_errors(tmp_path):
     assert proc.returncode == 2 and "no such bundle folder" in proc.stderr
 
 
+@pytest.mark.slow  # cancelled in a real compile
 @pytest.mark.parametrize("how", ["cancel", "kill"])
 def test_cancel_or_kill_mid_capture_leaves_no_bundle_and_no_litter(how, tmp_path):
     work_root = tmp_path / "work"
