@@ -121,6 +121,8 @@ def test_output_code_that_writes_an_input_its_graph_only_reads_is_caught(tmp_pat
         id = "0-0-inference"
         inputs = [{"kind": "tensor", "name": "x", "shape": [64], "stride": [1], "dtype": "float32"}]
         plan = {"outputs": ["y"], "kind": "inference", "eager_fx": str(fx), "random_ops": []}
+        rng_state_outputs: set = set()  # what bench/from_bundle.GraphRun reads off the FX text once
+        writes_in_place = False
 
         def eager(self, args):
             return (args[0] * 2,)

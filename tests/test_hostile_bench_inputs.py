@@ -83,7 +83,7 @@ def test_the_fx_check_accepts_only_plain_aten_calls(line, called):
 def test_the_fx_graph_runs_with_a_torch_that_has_only_ops_and_constants(tmp_path):
     fx = tmp_path / "fx.txt"
     fx.write_text(GRAPH.format(extra="z = torch.ops.aten.mul.Tensor(add, 2)"))
-    module = from_bundle._fx_module(fx, "g")
+    module = from_bundle._fx_module(fx.read_text(), fx, "g")
     assert module(torch.ones(8)).__getitem__(0).tolist() == [2.0] * 8
     fake = from_bundle.fx_torch()
     assert fake.float32 is torch.float32 and fake.strided is torch.strided

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -42,8 +41,6 @@ def attention_state_outputs(fx_text: str, outputs: list[str]) -> set[int]:
     """Positions in ``outputs`` (a graph's output names) of an attention op's RNG state (_ATTENTION_STATE),
     read off the printed FX graph: ``getitem_6 = _scaled_dot_product_flash_attention[6]``, the op's
     ``_scaled_dot_product_flash_attention = torch.ops.aten._scaled_dot_product_flash_attention.default(...)``."""
-    import re
-
     ops = {m.group(1): m.group(2) for m in re.finditer(
         r'^\s*(\w+)(?:: "[^"]*")? = torch\.ops\.aten\.(\w+)\.default\(', fx_text, re.M)}
     picked = {m.group(1): (m.group(2), int(m.group(3))) for m in re.finditer(
@@ -72,17 +69,12 @@ SNAPSHOT_BYTES = 256 << 20  # inputs up to this size are copied to see whether t
 _IN_PLACE = re.compile(r"torch\.ops\.aten\.\w+_\.")  # copy_, add_, ...: an op that writes its first argument
 
 
-def writes_inputs(graph) -> bool:
-    """Whether the graph's FX code writes anything in place (an optimizer step, running statistics): those
-    graphs' inputs are always copied before the call to see what changed; other graphs' only up to
+def writes_inputs(fx_text: str) -> bool:
+    """Whether a graph's printed FX code writes anything in place (an optimizer step, running statistics):
+    those graphs' inputs are always copied before the call to see what changed; other graphs' only up to
     SNAPSHOT_BYTES (a write there is the output code's alone, a wrong one; a model's weights, gigabytes on
-    a GPU, are not copied to look for it)."""
-    if not hasattr(graph, "_writes"):
-        try:
-            graph._writes = bool(_IN_PLACE.search(Path(graph.plan["eager_fx"]).read_text(encoding="utf-8")))
-        except (OSError, KeyError):
-            graph._writes = True
-    return graph._writes
+    a GPU, are not copied to look for it). GraphRun asks once."""
+    return bool(_IN_PLACE.search(fx_text))
 
 
 def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
@@ -96,7 +88,7 @@ def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
             full = [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
                     for s, a in zip(g.inputs, args)]
             own = [a if s["kind"] != "saved" and isinstance(a, torch.Tensor) else None for s, a in zip(g.inputs, full)]
-            if not writes_inputs(g) and sum(t.numel() * t.element_size() for t in own if t is not None) > SNAPSHOT_BYTES:
+            if not g.writes_in_place and sum(t.numel() * t.element_size() for t in own if t is not None) > SNAPSHOT_BYTES:
                 own = [None] * len(own)  # a model's weights: not copied to look for writes its graph cannot make
             got.before.append([t.detach().clone() if t is not None else None for t in own])
             result = run(g, full)
@@ -104,7 +96,7 @@ def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
             outs[g.id] = result
             names = g.plan.get("outputs") or []
             count = 0
-            state = attention_state_outputs(g.fx_text, names) if getattr(g, "fx_text", "") else set()
+            state = g.rng_state_outputs
             got.state_outputs += len(state)
             for i, t in enumerate(result):
                 if isinstance(t, torch.Tensor) and i not in state:

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from kernelscope.bench import cpp_kernel_names, torch_private
-from kernelscope.bench.bundle_correctness import correctness
+from kernelscope.bench.bundle_correctness import attention_state_outputs, correctness, writes_inputs
 from kernelscope.bench.bundle_plan import record_part
 from kernelscope.bench.bundle_tensors import check_fx_agrees, check_inputs, copy_set, make_input, set_bytes
 from kernelscope.bench.printed_fx import fx_source
@@ -53,8 +53,12 @@ class GraphRun:
         self.inputs = plan["inputs"]
         self.module = _import_output_code(Path(plan["output_code"]), work, index, self.id)
         self.call = self.module.call
-        self.graph_module = _fx_module(Path(plan["eager_fx"]), self.id)
-        self.fx_text = Path(plan["eager_fx"]).read_text(encoding="utf-8", errors="replace")  # read for its outputs
+        self.fx_path = Path(plan["eager_fx"])
+        self.fx_text = self.fx_path.read_text(encoding="utf-8")  # read once: the module, each dtype's, its outputs
+        self.graph_module = _fx_module(self.fx_text, self.fx_path, self.id)
+        # Outputs that are an attention op's RNG state, not results: never compared (bundle_correctness).
+        self.rng_state_outputs = attention_state_outputs(self.fx_text, plan.get("outputs") or [])
+        self.writes_in_place = writes_inputs(self.fx_text)  # its inputs always copied to see what it wrote
         self._as: dict[torch.dtype, torch.nn.Module] = {}
 
     def compiled(self, args: list) -> Any:
@@ -67,7 +71,7 @@ class GraphRun:
         """The FX graph with every float dtype it names read as ``dtype`` (the reference run: a bf16
         graph's casts and constants in float64 too, where only its inputs were, mm got mixed dtypes)."""
         if dtype not in self._as:
-            self._as[dtype] = _fx_module(Path(self.plan["eager_fx"]), self.id, float_as=dtype)
+            self._as[dtype] = _fx_module(self.fx_text, self.fx_path, self.id, float_as=dtype)
         return self._as[dtype]
 
 
@@ -108,9 +112,10 @@ def fx_torch(float_as: torch.dtype | None = None) -> SimpleNamespace:
                            nn=SimpleNamespace(Module=torch.nn.Module), **constants)
 
 
-def _fx_module(path: Path, graph: str, float_as: torch.dtype | None = None) -> torch.nn.Module:
-    """The printed GraphModule, exec'd with only torch (and the names FX prints: device, inf, nan)."""
-    text = fx_source(path.read_text(encoding="utf-8"))
+def _fx_module(printed: str, path: Path, graph: str, float_as: torch.dtype | None = None) -> torch.nn.Module:
+    """The printed GraphModule (``printed``, the text of ``path``), exec'd with only torch (and the names FX
+    prints: device, inf, nan)."""
+    text = fx_source(printed)
     torch_private.register_inductor_prims()
     scope: dict[str, Any] = {"__name__": f"kernelscope_fx_{graph}", "torch": fx_torch(float_as), "device": torch.device,
                              "inf": math.inf, "nan": math.nan,
