@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
 from kernelscope.bundle.paths import _mode_inside, _named, _one_line, check_paths, inside, strip_controls  # noqa: F401
-from kernelscope.bundle.sections import section_problem
+from kernelscope.bundle.sections import CHECKED, keep_if_sound
 from kernelscope.bundle.validate import from_dict
 from kernelscope.safefile import FileProblem, check_regular, open_regular, read_regular, why, writable_folder
 from kernelscope.textsafe import printable
@@ -77,13 +77,9 @@ def read_bundle(path: str | os.PathLike) -> Bundle:
         raise BundleError(f"{manifest}: {exc}; the manifest is damaged, capture again") from exc
     bundle.root = str(root)
     if isinstance(bundle.extra, dict):  # a damaged section is left out, as if the bundle never had it
-        for section, what, again in (("bench", "bench record", "run `kernelscope bench` again"),
-                                     ("compile_time", "compile-time record", "open or capture again"),
-                                     ("fusion", "not-fused pairs' record", "open or capture again")):
-            problem = section_problem(section, bundle.extra.get(section))
-            if problem:
+        for section in CHECKED:
+            if not keep_if_sound(bundle, section, bundle.extra.get(section), MANIFEST):
                 bundle.extra.pop(section, None)
-                bundle.notes.append(f"the {what} in {MANIFEST} is damaged ({problem}) and was left out; {again}")
     check_paths(bundle, referenced_paths(bundle))
     return bundle
 

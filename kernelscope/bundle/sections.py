@@ -93,4 +93,17 @@ def pairs_problem(pairs: Any, where: str) -> str | None:
     return shape_problem(pairs, [PAIR], where) or _not_finite(pairs, where)
 
 
+# The sections a reader checks, what a note calls each, and what to do when one is left out.
+CHECKED = {"bench": ("bench record", "run `kernelscope bench` again"),
+           "compile_time": ("compile-time record", "open or capture again"),
+           "fusion": ("not-fused pairs' record", "open or capture again")}
 
+
+def keep_if_sound(bundle: Any, name: str, value: Any, where: str) -> bool:
+    """Whether ``value`` may stand as ``bundle.extra[name]``; if not, a note names the file (``where``) and
+    the problem, and says what to do: a damaged section is left out, as if the bundle never had it."""
+    problem = section_problem(name, value)
+    if problem:
+        what, again = CHECKED[name]
+        bundle.notes.append(f"the {what} in {where} is damaged ({problem}) and was left out; {again}")
+    return not problem

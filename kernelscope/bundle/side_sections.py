@@ -62,13 +62,9 @@ class _SideSections:
                 self.bundle.notes.append(f"{exc}; left out")
                 value = None
             if name == "compile_time":
-                from kernelscope.bundle.sections import section_problem
+                from kernelscope.bundle.sections import keep_if_sound
 
-                problem = section_problem(name, value) if value is not None else None
-                if problem:
-                    self.bundle.notes.append(f"the compile-time record in {SIDES[name]} is damaged ({problem}) "
-                                             "and was left out; open or capture again")
-                elif value is not None:
+                if value is not None and keep_if_sound(self.bundle, name, value, SIDES[name]):
                     self.bundle.extra[name] = value
             elif name == "graph_break_details":
                 texts = value if isinstance(value, list) and all(type(t) is str for t in value) else []
