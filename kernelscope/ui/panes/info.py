@@ -21,14 +21,23 @@ class InfoPane(Pane):
         self._shown: str | None = None  # the kernel shown (its id)
         self._docs: Kept[str, TextDoc] = Kept(64)  # kernel id -> its text: shown again, drawn from cache
         self._per_graph: Kept[str, tuple[str, str]] = Kept(16)  # graph id -> its parts of the text
+        self._reading = False  # a job's compile-time rows are being read (one worker, whatever the moves)
 
     def compose(self) -> ComposeResult:
         yield CodeView(id="info")
 
     def forget_bench(self) -> None:
         """A bench stored new results (device time per line is part of the text): draw every text anew."""
-        self._capture, self._shown = None, None
-        self._docs, self._per_graph = Kept(64), Kept(16)
+        self._capture = None
+        self._redraw()
+
+    def _redraw(self) -> None:
+        """Every kernel's and graph's text made anew, the one shown at once."""
+        self._docs.clear()
+        self._per_graph.clear()
+        shown, self._shown = self._shown, None
+        if shown is not None and self.is_mounted:
+            self.show_selection(self.explorer.graph, self.explorer.kernel)
 
     def show_selection(self, graph, kernel) -> None:
         shown = kernel.id if kernel else (f"graph:{graph.id}" if graph is not None else "")  # a job's: per graph
@@ -54,7 +63,9 @@ class InfoPane(Pane):
             if why:  # after the capture's part: what the pane opens on stays as it was
                 doc = TextDoc.joined("\n".join(doc.lines) + "\n", TextDoc(why))
             if pending:  # a job's compile-time rows (megabytes) are read off the first frame's path
-                self._read_compile_time()
+                if not self._reading:
+                    self._reading = True
+                    self._read_compile_time()
             else:
                 self._docs[shown] = doc
         self.query_one(CodeView).set_document(doc)
@@ -67,10 +78,6 @@ class InfoPane(Pane):
         self.app.call_from_thread(self._section_read, bundle)
 
     def _section_read(self, bundle) -> None:
-        if bundle is not self.explorer.bundle:
-            return
-        self._per_graph.clear()
-        self._docs.clear()
-        shown, self._shown = self._shown, None
-        if shown is not None:
-            self.show_selection(self.explorer.graph, self.explorer.kernel)
+        self._reading = False
+        if bundle is self.explorer.bundle:
+            self._redraw()
