@@ -327,6 +327,9 @@ def test_a_jobs_long_texts_wait_in_side_files_until_asked_for(job, tmp_path):
     again = read_bundle(copy)
     assert again.extra["bench"]["method"] == "test" and len(again.section("compile_time")["compiles"]) == 80
     assert again.graph_breaks[2].detail == read_bundle(bundle).graph_breaks[2].detail
+    save_manifest(again, copy)  # read (by the Info pane, say), saved in place: still as it was on disk
+    assert (copy / "sections" / "compile_time.json").stat().st_mtime_ns == before
+    assert len(read_bundle(copy).section("compile_time")["compiles"]) == 80
 
 
 def test_a_format_2_bundle_of_the_last_release_still_opens(job, tmp_path):

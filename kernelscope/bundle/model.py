@@ -360,9 +360,9 @@ class Bundle:
         return self.extra.get(name)
 
     def __getstate__(self) -> dict[str, Any]:  # pickled with its side files read (their loader holds a lock)
-        loader = self.__dict__.get("_sides")
-        for name in list(loader.unread) if loader is not None else ():
-            loader.load(name)
+        from kernelscope.bundle.side_sections import load_sides
+
+        load_sides(self)
         return {k: v for k, v in self.__dict__.items() if k != "_sides"}
 
     def section_unread(self, name: str) -> bool:

@@ -179,7 +179,7 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
     if not same:  # a copy elsewhere takes the side files' contents along
         load_sides(bundle)
     index, details = index_and_details(bundle, skip_unread=same)
-    details.update(split_sides(bundle, index))
+    details.update(split_sides(bundle, index, same))
     for rel, detail in details.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
