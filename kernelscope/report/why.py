@@ -5,7 +5,6 @@ and ``bundle.extra["compile_time"]`` (written when the bundle is built). Pure: n
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from kernelscope.units import base_name, fmt_bytes, wrap_names
@@ -131,9 +130,6 @@ def bar(share: float, width: int = 20) -> str:
     return "█" * full + "·" * (width - full)
 
 
-_attempt = re.compile(r"_\d+$")
-
-
 def compile_lines(bundle: Any, limit: int = 15, compile_id: str | None = None) -> list[str]:
     """Where the compile time went: per phase, per compile and per kernel (slowest first); with
     ``compile_id``, the compiles and kernels of that one (a job's Info pane, graph by graph)."""
@@ -152,9 +148,11 @@ def compile_lines(bundle: Any, limit: int = 15, compile_id: str | None = None) -
     compiles = data.get("compiles", [])
     kernels = every = data.get("kernels", [])
     if compile_id is not None:  # a graph's "1/0_1" (attempt 1 of compile 1/0) is the trace's compile "1/0"
-        frame = _attempt.sub("", compile_id)
-        compiles = [c for c in compiles if _attempt.sub("", str(c.get("compile_id"))) == frame]
-        kernels = [k for k in kernels if _attempt.sub("", str(k.get("compile_id"))) == frame]
+        from kernelscope.ingest.compile_time import base_compile_id
+
+        frame = base_compile_id(compile_id)
+        compiles = [c for c in compiles if base_compile_id(str(c.get("compile_id"))) == frame]
+        kernels = [k for k in kernels if base_compile_id(str(k.get("compile_id"))) == frame]
         out.append(f"  (the whole job's phases above; graph {compile_id}'s compile and kernels below: "
                    "`kernelscope show --compile` lists every compile)")
     for c in compiles:
