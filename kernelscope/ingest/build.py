@@ -115,9 +115,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
         m = re.search(r"#\s*AOT ID:\s*\['([^']*)'\]", code)
         kind = m.group(1).split("_", 1)[1] if m and "_" in m.group(1) else "inference"
         gid = _slug(cid or export_records.AOTI_COMPILE, kind)  # AOTInductor compiles outside any Dynamo frame
-        while gid in seen_ids:
-            gid += "-b"
-        seen_ids.add(gid)
+        gid = fx.unique_id(gid, seen_ids)
         graph = Graph(id=gid, compile_id=cid, kind=kind)
         place(graph, cid)
         p = _GraphParts(graph=graph, code=code)

@@ -77,20 +77,19 @@ def exported_graphs(staging: Path, g: Gathered, seen_ids: set[str], write, site)
     """A graph of kind "export" for each exported program the trace holds (its ATen graph as the graph's
     first FX view, its inputs and range constraints as guards, no kernels); ``site(stack)`` is
     ``(call stack, call site)`` of a record's stack. A trace with export's inputs and no program gets a note."""
+    from kernelscope.ingest import fx
+
     out = []
     stack = next((s for _, s in g.export_inputs if s), [])
     compiled = any(not c and is_aoti_code(text) for c, text in g.trace_codes)
     for i, text in enumerate(g.exported):
         gid = f"export-{i}"
-        while gid in seen_ids:
-            gid += "-b"
-        seen_ids.add(gid)
+        gid = fx.unique_id(gid, seen_ids)
         graph = Graph(id=gid, compile_id=gid, kind="export", guards=export_guards(text))  # no Dynamo compile id
-        if "no_code" in Graph.__dataclass_fields__:  # the reason a graph lists no kernels (ingest/frames.py)
-            graph.no_code = ("torch.export: an exported program (ATen graph), compiled by AOTInductor as "
-                             f"{AOTI_COMPILE}-inference" if compiled else
-                             "torch.export: an exported program (ATen graph); nothing compiled it here "
-                             "(torch._inductor.aoti_compile_and_package does)")
+        graph.no_code = ("torch.export: an exported program (ATen graph), compiled by AOTInductor as "
+                         f"{AOTI_COMPILE}-inference" if compiled else
+                         "torch.export: an exported program (ATen graph); nothing compiled it here "
+                         "(torch._inductor.aoti_compile_and_package does)")
         if stack:
             graph.call_stack, graph.call_site = site(stack)
         _name_the_exported_function(graph, text)

@@ -73,9 +73,7 @@ def add_codeless_graphs(staging: Path, g: Gathered, code_cids: set[str], seen_id
     for cid in cids:
         failure = failure_of(g.metrics.get(cid) or {}, g.errors.get(cid, ""))
         gid = slug(cid, "dynamo")
-        while gid in seen_ids:
-            gid += "-b"
-        seen_ids.add(gid)
+        gid = fx.unique_id(gid, seen_ids)
         graph = Graph(id=gid, compile_id=cid, kind="dynamo", failure=failure,
                       no_code=no_code_reason(g, cid, failure))
         place_code(graph, cid)

@@ -123,3 +123,11 @@ def innermost(frames: list[UserLine]) -> tuple[UserLine | None, UserLine | None]
 
 def same_file(a: str, b: str) -> bool:
     return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+
+
+def unique_id(gid: str, seen: set[str]) -> str:
+    """``gid``, or ``gid-b``, ``gid-b-b`` ... where a graph of the bundle has it already; taken into ``seen``."""
+    while gid in seen:
+        gid += "-b"
+    seen.add(gid)
+    return gid
