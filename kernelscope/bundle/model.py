@@ -360,9 +360,9 @@ class Bundle:
         return self.extra.get(name)
 
     def __getstate__(self) -> dict[str, Any]:  # pickled with its side files read (their loader holds a lock)
-        from kernelscope.bundle.side_sections import load_sides
-
-        load_sides(self)
+        loader = self.__dict__.get("_sides")
+        if loader is not None:
+            loader.load_all()
         return {k: v for k, v in self.__dict__.items() if k != "_sides"}
 
     def section_unread(self, name: str) -> bool:

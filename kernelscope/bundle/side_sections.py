@@ -86,6 +86,10 @@ class _SideSections:
                 if texts:
                     self.read_sound.add(name)
 
+    def load_all(self) -> None:
+        for name in list(self.unread):
+            self.load(name)
+
     def __call__(self) -> None:  # a graph break's detail asked for (model._Lazy)
         self.load("graph_break_details")
 
@@ -101,8 +105,7 @@ def load_sides(bundle: Bundle) -> None:
     """Every side file of a format-3 bundle read into the bundle (a copy written elsewhere, ``show --json``)."""
     loader = bundle.__dict__.get("_sides")
     if loader is not None:
-        for name in list(loader.unread):
-            loader.load(name)
+        loader.load_all()
 
 
 def attach_sides(b: Bundle, data: dict[str, Any]) -> None:
