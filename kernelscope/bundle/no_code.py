@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelscope.bundle.model import Bundle, Graph
+from kernelscope.units import base_name
 
 
 def failure_text(failure: dict[str, Any]) -> str:
@@ -14,7 +15,7 @@ def failure_text(failure: dict[str, Any]) -> str:
     has, then ``at file.py:6 in fn: code`` (the user line it points at) when the trace names one."""
     text = f"{failure.get('type') or 'error'}: {failure.get('message') or ''}".rstrip()
     if failure.get("file"):
-        name = str(failure["file"]).replace("\\", "/").rsplit("/", 1)[-1]
+        name = base_name(str(failure["file"]))
         text += (f"\nat {name}:{failure.get('line')}" + (f" in {failure['function']}" if failure.get("function") else "")
                  + (f": {failure['code']}" if failure.get("code") else ""))
     return text

@@ -167,7 +167,9 @@ class PresentationScreen(Screen):
         target = self.bundle.target or {}
         name = str(target.get("spec") or target.get("name") or "capture")
         if "::" in name:  # an edited sample's scratch path has no space to wrap at ("add_r" / "elu"): its file
-            name = name.replace("\\", "/").rsplit("/", 1)[-1]
+            from kernelscope.units import base_name
+
+            name = base_name(name)
         calls = input_sets(self.bundle)
         if len(calls) > 1:  # every call's inputs: the counts below add them all
             name += f" · {len(calls)} calls: " + "; ".join("(" + ", ".join(c) + ")" for c in calls)
