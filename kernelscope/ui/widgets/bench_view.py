@@ -83,6 +83,7 @@ class BenchView(Vertical):
         text: str
         record: dict | None = None  # the new results, when ok
         not_saved: str = ""  # why they did not go into the bundle ('' when they did)
+        stored: dict | None = None  # the bundle's bench section as saved, results merged in (when saved)
 
     def __init__(self, bundle: Bundle, *, settings: BenchSettings | None = None, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -266,8 +267,15 @@ class BenchView(Vertical):
             self.post_message(self.Finished("crashed", f"{exc.__class__.__name__}: {exc}"))
             return
         where = f"saved in {result.saved_to}" if result.saved_to else result.not_saved
+        stored = None
+        if result.status == "ok" and not result.not_saved:  # what the bundle holds now, read here, off the UI thread
+            try:
+                stored = read_bundle(self.bundle.root).extra.get("bench")
+            except BundleError as exc:
+                self.post_message(self.Finished("failed", str(exc)))
+                return
         self.post_message(self.Finished(result.status, result.message or f"done in {result.seconds:.1f} s, {where}",
-                                        result.record, result.not_saved))
+                                        result.record, result.not_saved, stored))
 
     @on(Progress)
     def _progress(self, message: Progress) -> None:
@@ -281,14 +289,9 @@ class BenchView(Vertical):
             if message.not_saved:  # a read-only bundle: show the results all the same, from memory
                 self.bundle.extra["bench"] = merge(self.bundle.extra.get("bench") or {}, message.record or {})
             else:
-                try:
-                    fresh = read_bundle(self.bundle.root)
-                except BundleError as exc:
-                    self._set_status(str(exc))
-                    return
                 # Into the bundle the explorer (and P, Info, the source gutter) holds too, not a copy of it:
                 # a new object left every other view on "not benched" until the bundle was reopened.
-                self.bundle.extra["bench"] = fresh.extra.get("bench")
+                self.bundle.extra["bench"] = message.stored
             self.query_one("#bench-text", Static).update(self.results_text())
             self.post_message(BenchFinished(self.bundle))
             self._set_status(f"bench {message.text} · " + self._idle_status())
