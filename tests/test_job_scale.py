@@ -274,6 +274,8 @@ def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(
                  ["report", str(copy), "--format", "md", "--all"], ["export", str(copy), "--trace", str(tmp_path / "t.json")]):
         proc = kernelscope_cmd(*args)
         assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
+        if args[2] == "--compile":  # the view that reads the side file says what it found there
+            assert "note: the compile-time record in sections/compile_time.json is damaged" in proc.stdout, proc.stdout
     b = read_bundle(copy)
     assert b.graphs[0].fusion_pairs == [] and any("401-digit number, past any count kernelscope writes; that graph's not-fused pairs are left out" in n for n in b.notes)
 

@@ -30,6 +30,7 @@ def why_text(args: argparse.Namespace) -> int:
     from kernelscope.report import lines, why
 
     b = read_bundle(args.bundle)
+    known = len(b.notes)
     parts = []
     if args.fusion:
         parts.append("\n".join(why.fusion_lines(b)) + "\n")
@@ -37,5 +38,7 @@ def why_text(args: argparse.Namespace) -> int:
         parts.append(lines.lines_text(b))
     if args.compile:
         parts.append("\n".join(why.compile_lines(b)) + "\n")
+    # What reading a file for these views found (a damaged side file, a detail file refused): said here too.
+    parts += [f"note: {n}\n" for n in b.notes[known:]]
     sys.stdout.write(printable("\n".join(parts)))
     return 0
