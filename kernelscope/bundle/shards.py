@@ -179,11 +179,14 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
     if not same:  # a copy elsewhere takes the side files' contents along
         load_sides(bundle)
     index, details = index_and_details(bundle, skip_unread=same)
-    details.update(split_sides(bundle, index, same))
+    sides = split_sides(bundle, index)
+    details.update(sides)
     for rel, detail in details.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         text = dumps_lines(detail) if isinstance(detail, dict) else _strict(detail) + "\n"
+        if same and rel in sides and _holds(path, text):
+            continue  # a job's compile-time rows, read and saved again unchanged: megabytes not rewritten
         if same:  # a bundle in place (a bench record added): a reader never sees half a detail file
             from kernelscope.safefile import write_atomic
 
@@ -191,6 +194,14 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
         else:
             path.write_text(text, encoding="utf-8")
     return dumps_lines(index)
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether the file at ``path`` holds ``text`` already."""
+    try:
+        return path.stat().st_size == len(text.encode("utf-8")) and path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def _same_folder(a: Path, b: Path) -> bool:

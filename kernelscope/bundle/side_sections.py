@@ -17,29 +17,27 @@ MAX_SIDE_BYTES = 256 << 20
 SIDES = {"compile_time": "sections/compile_time.json", "graph_break_details": "sections/graph_break_details.json"}
 
 
-def split_sides(bundle: Bundle, index: dict[str, Any], same: bool) -> dict[str, Any]:
-    """Format 3: the long texts moved out of ``index`` into side files (path -> JSON value). Saved into the
-    bundle's own folder (``same``: a bench record added), a side file never read, or read as it is on
-    disk, stays as it is (a job's compile-time rows are megabytes): it is only named in ``index["sections"]``."""
+def split_sides(bundle: Bundle, index: dict[str, Any]) -> dict[str, Any]:
+    """Format 3: the long texts moved out of ``index`` into side files (path -> JSON value); a side file of
+    the bundle's own folder never read stays as it is, only named in ``index["sections"]`` (shards.write
+    also leaves one whose text would not change)."""
     sides: dict[str, Any] = {}
     named: list[str] = []
     loader = bundle.__dict__.get("_sides")
 
-    def standing(name: str) -> bool:
-        return loader is not None and (loader.has(name) or (same and name in loader.read_sound))
+    def unread(name: str) -> bool:
+        return loader is not None and loader.has(name)
 
     breaks = index.get("graph_breaks") or []
     if breaks:
         named.append("graph_break_details")
         if all("detail" in gb for gb in breaks):
-            texts = [gb.pop("detail") for gb in breaks]
-            if not standing("graph_break_details"):
-                sides[SIDES["graph_break_details"]] = texts
+            sides[SIDES["graph_break_details"]] = [gb.pop("detail") for gb in breaks]
     extra = index.get("extra")
     value = extra.pop("compile_time", None) if isinstance(extra, dict) else None
-    if value is not None or standing("compile_time"):
+    if value is not None or unread("compile_time"):
         named.append("compile_time")
-        if value is not None and not standing("compile_time"):
+        if value is not None:
             sides[SIDES["compile_time"]] = value
     if named:
         index["sections"] = named
@@ -52,7 +50,6 @@ class _SideSections:
 
     def __init__(self, bundle: Bundle, names: list[str]) -> None:
         self.bundle, self.unread = bundle, set(names)
-        self.read_sound: set[str] = set()  # read from this folder whole: saved in place, the file stands
         self.lock = threading.Lock()
 
     def has(self, name: str) -> bool:
@@ -73,7 +70,6 @@ class _SideSections:
 
                 if value is not None and keep_if_sound(self.bundle, name, value, SIDES[name]):
                     self.bundle.extra[name] = value
-                    self.read_sound.add(name)
             elif name == "graph_break_details":
                 texts = value if isinstance(value, list) and all(type(t) is str for t in value) else []
                 if value is not None and len(texts) != len(self.bundle.graph_breaks):
@@ -83,8 +79,6 @@ class _SideSections:
                 for i, gb in enumerate(self.bundle.graph_breaks):
                     gb.__dict__["detail"] = texts[i] if i < len(texts) else ""
                     gb.__dict__["_detail"] = None
-                if texts:
-                    self.read_sound.add(name)
 
     def load_all(self) -> None:
         for name in list(self.unread):
