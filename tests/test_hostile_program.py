@@ -175,12 +175,23 @@ def test_the_watchdog_ends_a_process_whose_main_thread_swallowed_the_unwind(tmp_
     assert "main thread" not in err and "Traceback" not in err
 
 
+def _wait_for_environ(pid: int, name: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while name.encode() not in Path(f"/proc/{pid}/environ").read_bytes():
+        assert time.monotonic() < deadline, f"{name} never showed in /proc/{pid}/environ"
+        time.sleep(0.01)
+
+
 def test_the_next_start_kills_processes_of_a_dead_owners_job():
     dead = subprocess.Popen(["true"])
     dead.wait()
     orphan = subprocess.Popen(["sleep", "300"], env={**os.environ, lifeline.JOB_MARKER: f"{dead.pid}-abc"})
     mine = subprocess.Popen(["sleep", "300"], env={**os.environ, lifeline.JOB_MARKER: f"{os.getpid()}-abc"})
     try:
+        # Popen returns once exec has closed the error pipe, before the kernel has laid out the new
+        # environment: on a loaded box /proc/PID/environ can still read empty (a CI run did).
+        _wait_for_environ(orphan.pid, lifeline.JOB_MARKER)
+        _wait_for_environ(mine.pid, lifeline.JOB_MARKER)
         lifeline.sweep_orphaned_jobs()
         assert orphan.wait(timeout=5) == -signal.SIGKILL
         assert mine.poll() is None  # a live owner's job is its own to end
