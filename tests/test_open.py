@@ -15,7 +15,8 @@ import pytest
 from kernelscope.bundle.io import BundleError, read_bundle
 from kernelscope.cli import main
 from kernelscope.report.diff import ADDED, SAME, diff_bundles
-from kernelscope.report.opener import open_trace, rank_of
+from kernelscope.report.opener import open_trace
+from kernelscope.report.trace_folder import rank_of
 from tests.conftest import GPU_FIXTURES, REF_CASES, REFERENCE, REPO, kernelscope_cmd
 
 # An ordinary job: add_relu compiled on CPU, called at a second shape so Dynamo recompiles (two compile ids).

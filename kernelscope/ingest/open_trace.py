@@ -19,7 +19,7 @@ from kernelscope.bundle.shards import from_index
 from kernelscope.ingest.build import triton_cache_entries
 from kernelscope.ingest.stderr_tables import annotate_from_stderr
 from kernelscope.ingest.stream import FrameJob, build_frames, merge_frames, spool_trace
-from kernelscope.ingest.tracelog import _RANK_IN_NAME, trace_files
+from kernelscope.ingest.tracelog import rank_in_name, trace_files
 from kernelscope.safefile import why as why_not
 
 
@@ -129,12 +129,6 @@ def no_logs_line(trace: Path) -> str:
         return (f"{trace}: its TORCH_TRACE logs are compressed ({', '.join(packed[:3])}"
                 f"{' …' if len(packed) > 3 else ''}); decompress them first: gunzip {trace}/*.log.gz")
     return f"{trace}: no TORCH_TRACE logs (*.log) found; point at the folder TORCH_TRACE named"
-
-
-def rank_in_name(log: Path) -> int | None:
-    """The rank a log's file name gives (``..._rank_3_...``), else None."""
-    m = _RANK_IN_NAME.search(log.name)
-    return int(m.group(1)) if m else None
 
 
 def nothing_compiled(spooled) -> str:

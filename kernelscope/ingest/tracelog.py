@@ -171,11 +171,15 @@ def bounded_lines(fh, limit: int = MAX_LINE_BYTES) -> Iterator[str]:
         yield line.decode("utf-8", errors="replace")
 
 
+def rank_in_name(path: str | os.PathLike) -> int | None:
+    """The rank a log's file name gives (``dedicated_log_torch_trace_rank_3_*.log``), else None."""
+    m = _RANK_IN_NAME.search(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
 def parse_trace_file(path: str | os.PathLike) -> TraceLog:
     log = TraceLog()
-    m = _RANK_IN_NAME.search(Path(path).name)
-    if m:
-        log.rank = int(m.group(1))
+    log.rank = rank_in_name(path)
     from kernelscope.safefile import open_regular
 
     with open_regular(path) as fh:  # a FIFO among the logs would block the reader forever

@@ -13,9 +13,6 @@ from pathlib import Path
 
 from kernelscope.bundle.io import BundleError
 
-_RANK_IN_NAME = re.compile(r"rank_(\d+)")
-_RANK_IN_RECORD = re.compile(r"\"rank\": ?(\d+)")
-
 
 def cache_root() -> Path:
     from kernelscope.environment import cache_dir
@@ -34,72 +31,6 @@ def default_out(trace: Path, rank: int | None) -> Path:
     return cache_root() / (f"{name}-rank{rank}-{digest}" if rank is not None else f"{name}-{digest}")
 
 
-def rank_of(log: Path) -> int | None:
-    """The rank that wrote a trace log: from its file name, else from its first records."""
-    m = _RANK_IN_NAME.search(log.name)
-    if m:
-        return int(m.group(1))
-    from kernelscope.ingest.tracelog import bounded_lines
-    from kernelscope.safefile import open_regular
-
-    try:
-        with open_regular(log) as fh:  # lines capped: one huge line is never held whole
-            for _, line in zip(range(200), bounded_lines(fh)):
-                if not line.startswith("\t") and (m := _RANK_IN_RECORD.search(line)):
-                    return int(m.group(1))
-    except OSError:
-        return None
-    return None
-
-
-_STAMP = re.compile(r"^[VIWEC](\d{4} \d\d:\d\d:\d\d\.\d+)")
-
-
-def first_stamp(log: Path) -> str:
-    """The time of a log's first record (``1205 13:21:46.963000``: month, day and time as glog writes them)."""
-    from kernelscope.ingest.tracelog import bounded_lines
-    from kernelscope.safefile import open_regular
-
-    try:
-        with open_regular(log) as fh:
-            for _, line in zip(range(50), bounded_lines(fh)):
-                if (m := _STAMP.match(line)):
-                    return m.group(1)
-    except OSError:
-        return ""
-    return ""
-
-
-def one_log_per_rank(ranks: dict[int | None, list[Path]]) -> list[str]:
-    """A job writes one log per rank: where a rank has several, keep the one that started nearest the other
-    ranks' logs (the rest belong to another job, or an earlier run) and say which were left out."""
-    notes = []
-    starts = {r: first_stamp(logs[0]) for r, logs in ranks.items() if r is not None and len(logs) == 1}
-    for r, logs in ranks.items():
-        if r is None or len(logs) < 2:
-            continue
-        others = sorted(starts.values())
-        middle = others[len(others) // 2] if others else ""
-        stamps = {log: first_stamp(log) for log in logs}
-        keep = min(logs, key=lambda log: (_gap(stamps[log], middle), log.name))
-        ranks[r] = [keep]
-        left = [log.name for log in logs if log is not keep]
-        notes.append(f"rank {r} has {len(logs)} logs: kept {keep.name} (it started with the other ranks), left out "
-                     f"{', '.join(left)} (another job's, or an earlier run's; `kernelscope open FILE` opens one alone)")
-    return notes
-
-
-def _gap(a: str, b: str) -> float:
-    def seconds(stamp: str) -> float:
-        try:
-            day, clock = stamp.split(" ")
-            h, m, sec = clock.split(":")
-            return int(day) * 86400 + int(h) * 3600 + int(m) * 60 + float(sec)
-        except ValueError:
-            return 0.0
-    return abs(seconds(a) - seconds(b)) if a and b else 0.0
-
-
 def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None, stderr_log: str | None = None,
                rank: int | None = None, replace: bool = False):
     """Write the bundle for one rank of a TORCH_TRACE folder; returns (bundle, out, ranks found)."""
@@ -109,11 +40,10 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
         raise BundleError(f"{trace}: no such TORCH_TRACE folder or file")
     if stderr_log is not None and not Path(stderr_log).is_file():
         raise BundleError(f"{stderr_log}: no such stderr log file")
-    from kernelscope.ingest.tracelog import trace_files
     from kernelscope.report.trace_folder import sort_folder
 
     try:
-        folder = sort_folder(trace, trace_files(trace), rank)
+        folder = sort_folder(trace, rank)  # a rank's logs of another job or run are left out there, and said
     except OSError as exc:
         raise BundleError(f"{trace}: cannot read the folder ({exc.strerror or exc})") from exc
     ranks = folder.ranks
@@ -128,7 +58,6 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
     if rank is not None and rank not in ranks:
         raise BundleError(f"{trace}: no log of rank {rank}; ranks found: {', '.join(map(str, known)) or 'none'}")
     # Every rank in one job bundle (compile ids rankN/..., `show --job` puts them side by side), or one.
-    mixed = one_log_per_rank(ranks) if len(known) > 1 or rank is not None else []
     chosen = ranks[rank] if rank is not None else [p for logs in ranks.values() for p in logs]
     if out is None:
         out = default_out(trace, rank)
@@ -143,7 +72,7 @@ def open_trace(trace: Path, out: Path | None, *, triton_cache: str | None = None
                  "--job` compares them); `kernelscope open --rank N` opens one",)
     # The logs chosen only (a stray file, another job's log or another rank's is never read).
     bundle = bundle_from_trace(trace, out, triton_cache=triton_cache, stderr_log=stderr_log, replace=replace,
-                               spec=str(trace), notes=(*folder.notes, *mixed, *notes), logs=chosen)
+                               spec=str(trace), notes=(*folder.notes, *notes), logs=chosen)
     if rank is None and len(known) > 1:
         compiled = {g.compile_id.split("/", 1)[0] for g in bundle.graphs}
         idle = [r for r in known if f"rank{r}" not in compiled]

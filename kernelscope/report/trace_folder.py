@@ -1,7 +1,8 @@
 """What a TORCH_TRACE folder holds, sorted out before it is opened (report/opener.py): the logs torch wrote,
 by rank; files that are not TORCH_TRACE logs (a ``.txt``, an empty or foreign ``.log``); and logs of other
 jobs left in the same folder (ranks of one job start together; a log that started hours apart is another
-run's). Each thing left out is said in one note; nothing here raises on a strange file.
+run's; of several logs of one rank, the one that started with the other ranks is kept). Each thing left out
+is said in one note; nothing here raises on a strange file. Each log's head is read once, here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 
 from kernelscope.units import plural
 
-_RANK_IN_NAME = re.compile(r"rank_(\d+)")
 _RANK_IN_RECORD = re.compile(r"\"rank\": ?(\d+)")
 _STAMP = re.compile(r"^[VIWEC](\d{4} \d\d:\d\d:\d\d\.\d+)")
 _PREFIX = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\] ")
@@ -47,13 +47,16 @@ class SortedFolder:
     not_traces: list[str] = field(default_factory=list)  # "another.log: empty", when no log is a TORCH_TRACE
 
 
+def rank_of(log: Path) -> int | None:
+    """The rank that wrote a trace log: from its file name, else from its first records."""
+    return read_head(log).rank
+
+
 def read_head(log: Path) -> LogHead:
-    from kernelscope.ingest.tracelog import bounded_lines
+    from kernelscope.ingest.tracelog import bounded_lines, rank_in_name
     from kernelscope.safefile import open_regular
 
-    head = LogHead(path=log)
-    m = _RANK_IN_NAME.search(log.name)
-    head.name_rank = int(m.group(1)) if m else None
+    head = LogHead(path=log, name_rank=rank_in_name(log))
     try:
         with open_regular(log) as fh:  # lines capped: one huge line is never held whole
             for _, line in zip(range(_LOOK), bounded_lines(fh)):
@@ -78,16 +81,16 @@ def read_head(log: Path) -> LogHead:
     return head
 
 
-def sort_folder(trace: Path, logs: list[Path], rank: int | None = None) -> SortedFolder:
-    """``logs`` (the folder's ``*.log``) by rank, with what is left out said: files that are not logs, logs that
-    are not TORCH_TRACEs, logs of other jobs (the job of the most ranks is kept, or the one ``rank`` is in)."""
+def sort_folder(trace: Path, rank: int | None = None) -> SortedFolder:
+    """The logs of ``trace`` (a folder's ``*.log``, or the one file) by rank, with what is left out said: files
+    that are not logs, logs that are not TORCH_TRACEs, logs of other jobs (the job of the most ranks is kept, or
+    the one ``rank`` is in), a rank's logs besides the one that started with the other ranks."""
     out = SortedFolder()
-    if trace.is_dir():
-        others = sorted(p.name for p in trace.rglob("*") if p.is_file() and p.suffix != ".log")
-        if others:
-            shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-            out.notes.append(f"not read: {shown} ({'not a .log file' if len(others) == 1 else 'not .log files'}; "
-                             "`kernelscope open FILE` reads one file whatever its name)")
+    logs, others = _walk(trace)
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        out.notes.append(f"not read: {shown} ({'not a .log file' if len(others) == 1 else 'not .log files'}; "
+                         "`kernelscope open FILE` reads one file whatever its name)")
     heads = [read_head(p) for p in logs]
     foreign = [h for h in heads if not h.is_trace]
     if foreign and len(foreign) < len(heads):
@@ -108,12 +111,45 @@ def sort_folder(trace: Path, logs: list[Path], rank: int | None = None) -> Sorte
             + ", ".join(f"{h.path.name} (started {_when(h.stamp)})" for h in left)
             + "; `kernelscope open FILE` opens one alone")
         heads = keep
+    by_rank: dict[int | None, list[LogHead]] = {}
     for h in heads:
-        out.ranks.setdefault(h.rank, []).append(h.path)
+        by_rank.setdefault(h.rank, []).append(h)
         if h.name_rank is not None and h.record_rank is not None and h.name_rank != h.record_rank:
             out.notes.append(f"{h.path.name}: its records say rank {h.record_rank}, its name rank {h.name_rank}: read "
                              f"as rank {h.name_rank} (a copied or renamed log?)")
+    if len([r for r in by_rank if r is not None]) > 1 or rank is not None:
+        out.notes += _one_log_per_rank(by_rank)
+    out.ranks = {r: [h.path for h in logs] for r, logs in by_rank.items()}
     return out
+
+
+def _walk(trace: Path) -> tuple[list[Path], list[str]]:
+    """(the ``*.log`` files, oldest first; the names of the other files) of a folder, in one walk; a file alone
+    is its own log."""
+    if trace.is_file():
+        return [trace], []
+    files = [p for p in trace.rglob("*") if p.is_file()]
+    logs = sorted((p for p in files if p.name.endswith(".log")), key=lambda p: (p.stat().st_mtime, p.name))
+    return logs, sorted(p.name for p in files if not p.name.endswith(".log"))
+
+
+def _one_log_per_rank(by_rank: dict[int | None, list[LogHead]]) -> list[str]:
+    """A job writes one log per rank: where a rank has several, keep the one that started nearest the other
+    ranks' logs (the rest belong to another job, or an earlier run) and say which were left out."""
+    notes = []
+    starts = sorted(_seconds(h[0].stamp) for r, h in by_rank.items() if r is not None and len(h) == 1 and h[0].stamp)
+    middle = starts[len(starts) // 2] if starts else None
+    for r, heads in by_rank.items():
+        if r is None or len(heads) < 2:
+            continue
+        keep = min(heads, key=lambda h: (abs(_seconds(h.stamp) - middle) if middle is not None and h.stamp else 0.0,
+                                         h.path.name))
+        by_rank[r] = [keep]
+        left = [h.path.name for h in heads if h is not keep]
+        notes.append(f"rank {r} has {len(heads)} logs: kept {keep.path.name} (it started with the other ranks), left "
+                     f"out {', '.join(left)} (another job's, or an earlier run's; `kernelscope open FILE` opens one "
+                     "alone)")
+    return notes
 
 
 def _jobs(heads: list[LogHead]) -> list[list[LogHead]]:
