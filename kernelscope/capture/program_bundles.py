@@ -182,8 +182,7 @@ def traces_by_rank(folder: Path) -> dict[int | None, list[TraceLog]]:
     """The trace logs by the rank that wrote them (None: a job without ranks)."""
     ranks: dict[int | None, list[TraceLog]] = {}
     for _path, log in parse_trace_folder(folder):
-        rank = log.rank if log.rank is not None else next((r.rank for r in log.records if r.rank is not None), None)
-        ranks.setdefault(rank, []).append(log)
+        ranks.setdefault(log.filed_rank(), []).append(log)
     if len(ranks) > 1 and None in ranks:  # the launcher's own log (no rank) holds no graphs of a rank
         ranks.pop(None)
     return ranks

@@ -79,11 +79,12 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
     """Fill ``bundle`` from ``raw``, writing its files into ``staging``; returns the bundle."""
     records: list[TraceRecord] = [r for t in raw.traces for r in t.records]
     # Logs of several ranks (one file each): compile ids repeat across ranks, so prefix the rank.
-    rank_of = {id(t): _rank_of(t) for t in raw.traces}
+    rank_of = {id(t): t.filed_rank() for t in raw.traces}
     multi_rank = len(set(rank_of.values())) > 1 if raw.rank_prefix is None else raw.rank_prefix
     for t in raw.traces:
         for r in t.records:
-            r.rank = r.rank if r.rank is not None else rank_of[id(t)]
+            if t.rank is not None or r.rank is None:  # the file's rank over a record's own (a copied log)
+                r.rank = rank_of[id(t)]
 
     def compile_id(r: TraceRecord) -> str:
         return (f"rank{r.rank}/" if multi_rank else "") + r.compile_id
@@ -217,13 +218,6 @@ def _annotate_compile_and_fusion(staging: Path, raw: RawCapture, bundle: Bundle,
     fusion = fusion_summary(raw.stderr_text, bundle, staging)
     if fusion:
         bundle.extra["fusion"] = fusion
-
-
-def _rank_of(trace: TraceLog) -> int | None:
-    for r in trace.records:
-        if r.rank is not None:
-            return r.rank
-    return trace.rank
 
 
 def _dedupe(items: list[str]) -> list[str]:

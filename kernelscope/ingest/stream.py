@@ -225,9 +225,7 @@ def build_frame(job: FrameJob) -> dict[str, Any]:
 
     log = parse_spool_text(Path(job.spool).read_text(encoding="utf-8", errors="replace"))
     log.strings = job.strings
-    log.rank = job.rank
-    for record in log.records if job.rank is not None else ():  # the rank the frame was filed under
-        record.rank = job.rank
+    log.rank = job.rank  # the rank the frame was filed under: build_bundle gives it to every record
     raw = RawCapture(traces=[log], stderr_text=job.stderr_text, cache_entries=job.cache_entries,
                      name_counts=job.name_counts, best_configs=job.best_configs, rank_prefix=job.rank_prefix,
                      user_file=job.user_file, one_frame=True)

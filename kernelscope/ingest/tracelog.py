@@ -57,6 +57,13 @@ class TraceLog:
     def of(self, kind: str) -> list[TraceRecord]:
         return [r for r in self.records if r.kind == kind]
 
+    def filed_rank(self) -> int | None:
+        """The rank this log is read as: its file name's (torch names each rank's log; a copied or renamed log
+        keeps its records' rank, report/trace_folder.py says so), else its first record's."""
+        if self.rank is not None:
+            return self.rank
+        return next((r.rank for r in self.records if r.rank is not None), None)
+
 
 def _kind_of(envelope: dict[str, Any]) -> str:
     for key in envelope:
