@@ -21,7 +21,6 @@ from kernelscope.ingest import fx
 from kernelscope.ingest.records import Gathered
 
 _BACKEND = re.compile(r"backend='([^']+)' raised")
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n[ \t]+([^\n]*)')
 
 
 def failure_of(metrics: dict[str, Any], error: str) -> dict[str, Any]:
@@ -40,10 +39,10 @@ def failure_of(metrics: dict[str, Any], error: str) -> dict[str, Any]:
     if isinstance(file, str) and file and isinstance(line, int) and not isinstance(line, bool):
         out.update(file=file, line=line)
     traces = [t for t in (metrics.get("exception_stack_trace") or []) if isinstance(t, str)] + [error]
-    user = [f for text in traces for f in _FRAME.findall(text) if fx.frame_kind(f[0]) == "user"]
+    user = [f for text in traces for f in fx.stack_frames(text) if not f.library]
     if user:
-        at = next((f for f in user if "file" in out and f[0] == out["file"] and int(f[1]) == out["line"]), user[-1])
-        out.update(file=at[0], line=int(at[1]), function=at[2].strip(), code=at[3].strip())
+        at = next((f for f in user if "file" in out and f.file == out["file"] and f.line == out["line"]), user[-1])
+        out.update(file=at.file, line=at.line, function=at.function, code=at.code)
     return out
 
 
