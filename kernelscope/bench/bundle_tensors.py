@@ -16,6 +16,7 @@ import torch
 
 from kernelscope.bench.printed_fx import fx_source
 from kernelscope.bench.step import BenchFailure
+from kernelscope.ingest.dtypes import split_dims
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16,
           "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
@@ -130,14 +131,11 @@ def fx_placeholder_layouts(text: str) -> list[tuple[list, list] | None]:
         return {}
     forward = next((f for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
                     if isinstance(f, ast.FunctionDef) and f.name == "forward"), None)
-    def dims(text: str) -> list:
-        return [int(d) if d.strip().lstrip("-").isdigit() else d.strip() for d in text.split(",") if d.strip()]
-
     out: list[tuple[list, list] | None] = []
     for a in forward.args.args[1:] if forward is not None else []:
         ann = a.annotation
         m = _LAYOUT.match(ann.value.strip()) if isinstance(ann, ast.Constant) and isinstance(ann.value, str) else None
-        out.append((dims(m.group(1)), dims(m.group(2))) if m else None)
+        out.append((split_dims(m.group(1)), split_dims(m.group(2))) if m else None)
     return out
 
 

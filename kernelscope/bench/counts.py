@@ -17,7 +17,7 @@ from typing import Any
 
 from kernelscope.bundle.io import read_text
 from kernelscope.bundle.model import FX_AOT, FX_DYNAMO, FX_POST_GRAD, KIND_TEMPLATE, Bundle, Kernel
-from kernelscope.ingest.dtypes import DTYPE_BYTES, SHORT_DTYPES, parse_placeholders
+from kernelscope.ingest.dtypes import DTYPE_BYTES, SHORT_DTYPES, parse_placeholders, split_dims
 from kernelscope.ingest.fx import fx_nodes
 
 # Ops that return a view (or metadata) and launch nothing, in Dynamo (torch / method) and ATen spelling.
@@ -159,16 +159,7 @@ def _annotation(line: str) -> Tensor | None:
     if not m:
         return None
     short, shape, stride = m.groups()
-    return Tensor(_dims(shape), _dims(stride), SHORT_DTYPES.get(short, short))
-
-
-def _dims(text: str) -> list[Any]:
-    out: list[Any] = []
-    for part in text.split(","):
-        part = part.strip()
-        if part:
-            out.append(int(part) if part.lstrip("-").isdigit() else part)
-    return out
+    return Tensor(split_dims(shape), split_dims(stride), SHORT_DTYPES.get(short, short))
 
 
 def _is_contiguous(t: Tensor) -> bool:

@@ -19,7 +19,7 @@ import textwrap
 from typing import Any
 
 from kernelscope.bundle.model import BufferUse
-from kernelscope.ingest.dtypes import SHORT_DTYPES
+from kernelscope.ingest.dtypes import annotated_tensors, split_dims
 from kernelscope.ingest.output_code import (
     KernelDef,
     Launch,
@@ -43,7 +43,6 @@ _CALL = re.compile(r"^(\w+)\((.*)\)$")
 _CHECKED = "AOTI_TORCH_ERROR_CODE_CHECK("
 _DATA_PTR = re.compile(r"^\([\w:<> ]+\*\)\((\w+)\.data_ptr\(\)\)$")
 _VIEW = re.compile(r"^(?:wrap_with_raii_handle_if_needed\()?reinterpret_tensor_wrapper\((\w+), \d+, (\w+), (\w+), [^)]*\)\)?$")
-_ANNOTATED = re.compile(r"(\w+): \"([a-z0-9]+)\[([^\]]*)\]\[([^\]]*)\]")
 # Calls of run_impl that are not a kernel: allocation, views, handles, checks.
 _NOT_LAUNCHES = re.compile(r"^aoti_torch_(empty_strided|delete|new_tensor|get_|as_strided|_reinterpret|assign|"
                            r"item|copy_|clone|check|grad_mode|cpu_(?:view|reshape)|cuda_(?:view|reshape))|"
@@ -67,8 +66,7 @@ def parse_aoti_code(text: str, post_grad: str = "") -> OutputCode:
     code = OutputCode(text=text)
     lines = text.split("\n")
     _kernel_defs(text, code)
-    for name, short, shape, stride in _ANNOTATED.findall(post_grad):
-        code.buffers[name] = (_dims(shape), _dims(stride), SHORT_DTYPES.get(short, short))
+    code.buffers.update(annotated_tensors(post_grad))
     m = _RUN_IMPL.search(text)
     if m is None:
         return code
@@ -80,15 +78,6 @@ def parse_aoti_code(text: str, post_grad: str = "") -> OutputCode:
             break
         _statement(stripped, i + 1, lines, code, arrays)
     return code
-
-
-def _dims(text: str) -> list[Any]:
-    out: list[Any] = []
-    for part in text.split(","):
-        part = part.strip().rstrip("L")
-        if part:
-            out.append(int(part) if part.lstrip("-").isdigit() else part)
-    return out
 
 
 def _kernel_defs(text: str, code: OutputCode) -> None:
@@ -125,7 +114,7 @@ def _cpp_params(params: str) -> list[tuple[str, str]]:
 def _statement(stmt: str, lineno: int, lines: list[str], code: OutputCode, arrays: dict[str, list[Any]]) -> None:
     m = _INT_ARRAY.match(stmt)
     if m:
-        arrays[m.group(1)] = _dims(m.group(2))
+        arrays[m.group(1)] = split_dims(m.group(2))
         return
     m = _EMPTY.search(stmt)
     if m:

@@ -59,6 +59,7 @@ class RawCapture:
 class _GraphParts:
     graph: Graph
     code: str
+    aoti: bool = False  # AOTInductor's C++ model, not a JIT compile's Python output code
     post_grad: str = ""
     provenance: dict[str, Any] = field(default_factory=dict)
     stack_traces: dict[str, list[str]] = field(default_factory=dict)
@@ -119,7 +120,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
         gid = fx.unique_id(gid, seen_ids)
         graph = Graph(id=gid, compile_id=cid, kind=kind)
         place(graph, cid)
-        p = _GraphParts(graph=graph, code=code)
+        p = _GraphParts(graph=graph, code=code, aoti=aoti_code.is_aoti_code(code))
         pg = g.post_grad.get(cid, [])
         if i < len(pg):
             p.post_grad = pg[i]
@@ -128,7 +129,7 @@ def build_bundle(staging: Path, raw: RawCapture, bundle: Bundle) -> Bundle:
         if i < len(g.stacks.get(cid, [])):
             p.stack_traces = g.stacks[cid][i]
         base = f"graphs/{gid}"
-        graph.files["output_code"] = _write(staging, f"{base}/output_code.{'cpp' if aoti_code.is_aoti_code(code) else 'py'}", code)
+        graph.files["output_code"] = _write(staging, f"{base}/output_code.{'cpp' if p.aoti else 'py'}", code)
         if cid in dynamo_graphs:
             graph.files[FX_DYNAMO] = _write(staging, f"{base}/fx_dynamo.txt", dynamo_graphs[cid])
         if cid in g.joint_graphs:
@@ -233,7 +234,7 @@ def _add_kernels(staging: Path, bundle: Bundle, p: _GraphParts, cache: list[Cach
     graph = p.graph
     placeholders = parse_placeholders(p.post_grad) if p.post_grad else {}
     try:
-        code = (aoti_code.parse_aoti_code(p.code, p.post_grad) if aoti_code.is_aoti_code(p.code)
+        code = (aoti_code.parse_aoti_code(p.code, p.post_grad) if p.aoti
                 else parse_output_code(p.code, placeholders))
     except (SyntaxError, ValueError, RecursionError) as exc:  # a damaged log: keep the text, list no kernels
         where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""

@@ -19,26 +19,30 @@ SHORT_DTYPES = {
     "u32": "uint32", "u64": "uint64",
 }
 
-_PLACEHOLDER = re.compile(r"(\w+): \"([a-z0-9]+)\[([^\]]*)\]\[([^\]]*)\]")
+# A tensor as FX annotates it: ``name: "f32[4, s0][s0, 1]"`` (name, short dtype, shape, stride).
+TENSOR_ANNOTATION = re.compile(r"(\w+): \"([a-z0-9]+)\[([^\]]*)\]\[([^\]]*)\]")
+
+
+def annotated_tensors(text: str) -> dict[str, tuple[list[Any], list[Any], str]]:
+    """name -> (shape, stride, dtype) of every annotated tensor in a printed FX graph's text."""
+    return {name: (split_dims(shape), split_dims(stride), SHORT_DTYPES.get(short, short))
+            for name, short, shape, stride in TENSOR_ANNOTATION.findall(text)}
 
 
 def parse_placeholders(graph_text: str) -> dict[str, tuple[list[Any], list[Any], str]]:
     """name -> (shape, stride, dtype) from an FX graph's printed forward() signature."""
-    out: dict[str, tuple[list[Any], list[Any], str]] = {}
     m = re.search(r"def forward\((.*?)\):", graph_text, re.S)
-    if not m:
-        return out
-    for name, short, shape, stride in _PLACEHOLDER.findall(m.group(1)):
-        out[name] = (_split_dims(shape), _split_dims(stride), SHORT_DTYPES.get(short, short))
-    return out
+    return annotated_tensors(m.group(1)) if m else {}
 
 
-def _split_dims(text: str) -> list[Any]:
+def split_dims(text: str) -> list[Any]:
+    """``"4, s0, 8L"`` as ``[4, "s0", 8]``: numbers as ints (C++'s ``L`` suffix dropped), symbols as text."""
     dims: list[Any] = []
     for part in text.split(","):
         part = part.strip()
         if part:
-            dims.append(int(part) if part.lstrip("-").isdigit() else part)
+            number = part.removesuffix("L")
+            dims.append(int(number) if number.lstrip("-").isdigit() else part)
     return dims
 
 

@@ -81,7 +81,9 @@ def exported_graphs(staging: Path, g: Gathered, seen_ids: set[str], write, site)
 
     out = []
     stack = next((s for _, s in g.export_inputs if s), [])
-    compiled = any(not c and is_aoti_code(text) for c, text in g.trace_codes)
+    # build_bundle wrote AOTInductor's code as output_code.cpp (is_aoti_code, once per code): read that, not the code again
+    compiled = any(not graph.compile_id and str(graph.files.get("output_code", "")).endswith(".cpp")
+                   for graph in g.bundle.graphs)
     for i, text in enumerate(g.exported):
         gid = f"export-{i}"
         gid = fx.unique_id(gid, seen_ids)

@@ -14,12 +14,12 @@ import re
 from typing import Any
 
 from kernelscope.bundle.model import Bundle
+from kernelscope.ingest.dtypes import TENSOR_ANNOTATION, split_dims
 from kernelscope.ingest.tracelog import TraceRecord
 
 _SIZE_SOURCE = re.compile(r"^L\['(\w+)'\]\.(size|stride)\(\)\[(\d+)\]$")
 _SCALAR_SOURCE = re.compile(r"^L\['(\w+)'\]$")
 _SYM_PLACEHOLDER = re.compile(r"(\w+): \"Sym\((\w+)\)\"")
-_TENSOR_PLACEHOLDER = re.compile(r"(\w+): \"([a-z0-9]+)\[([^\]]*)\]\[([^\]]*)\]")
 _INPUT = re.compile(r"^\s*(\w+)\[([^\]]*)\]")
 _INT_OO = 1 << 62
 
@@ -125,9 +125,8 @@ def _placeholders(dynamo_text: str) -> tuple[list[tuple[str, str, list[Any]]], d
     if not m:
         return [], {}
     tensors = []
-    for name, short, shape, _stride in _TENSOR_PLACEHOLDER.findall(m.group(1)):
-        dims = [int(d) if d.strip().lstrip("-").isdigit() else d.strip() for d in shape.split(",") if d.strip()]
-        tensors.append((name, short, dims))
+    for name, short, shape, _stride in TENSOR_ANNOTATION.findall(m.group(1)):
+        tensors.append((name, short, split_dims(shape)))
     return tensors, dict(_SYM_PLACEHOLDER.findall(m.group(1)))
 
 
