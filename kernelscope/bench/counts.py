@@ -298,10 +298,7 @@ def count_bundle(bundle: Bundle, eager_from: tuple[str, ...] | None = None) -> t
     ``eager_from``: the FX graphs eager is counted from, first present wins (a bench of the bundle
     alone runs its AOT graphs); by default the Dynamo graph for a forward, the AOT graph for a backward."""
     eager = SideCount("eager")
-    compiled = SideCount("compiled")
     for g in bundle.graphs:
-        kernels = bundle.kernels_of(g.id)
-        compiled.graphs.append(GraphCount(g.id, g.kind, "kernels", compiled_launches(kernels)))
         order = eager_from or ((FX_AOT, FX_POST_GRAD) if g.kind == "backward" else (FX_DYNAMO, FX_AOT, FX_POST_GRAD))
         for kind in order:
             text = read_text(bundle, g.files.get(kind))
@@ -314,7 +311,15 @@ def count_bundle(bundle: Bundle, eager_from: tuple[str, ...] | None = None) -> t
                 break
         else:
             eager.graphs.append(GraphCount(g.id, g.kind, "missing", [], [f"{g.id}: no FX graph in the bundle"]))
-    return eager, compiled
+    return eager, compiled_side(bundle)
+
+
+def compiled_side(bundle: Bundle) -> SideCount:
+    """What the compiled side launches for one call: each graph's kernels in launch order (no FX graph read)."""
+    compiled = SideCount("compiled")
+    for g in bundle.graphs:
+        compiled.graphs.append(GraphCount(g.id, g.kind, "kernels", compiled_launches(bundle.kernels_of(g.id))))
+    return compiled
 
 
 def launch_dict(launch: Launch) -> dict[str, Any]:

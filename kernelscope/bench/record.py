@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.bench import analysis, bundle_plan
-from kernelscope.bench.counts import count_bundle, counts_dict
+from kernelscope.bench.counts import compiled_side
 from kernelscope.bench.explain import explain_counts, rate_flag
 from kernelscope.bench.launches import (
     GRAPH_LAUNCH,
@@ -63,8 +63,7 @@ def build_record(bundle: Bundle, request: dict[str, Any], raw: dict[str, Any]) -
 
 def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], device: str) -> dict[str, Any]:
     alone = run.get("from_bundle")  # the bundle's own code ran: eager is its AOT/post-grad graphs
-    counts = counts_dict(bundle, eager_from=bundle_plan.EAGER_SOURCES) if alone else counts_dict(bundle)
-    _, compiled_count = count_bundle(bundle)
+    counts = bundle_plan.computed_counts(bundle)  # a bundle benched alone has no function: eager from its AOT graphs
     named = {k.name for k in bundle.kernels if k.lang in ("triton", "cpp")}
     rec: dict[str, Any] = {"counts": counts, "inputs": run.get("inputs"), "compile_s": run.get("compile_s"),
                            "compile_cache": run.get("compile_cache"),
@@ -96,7 +95,7 @@ def _run_record(bundle: Bundle, run: dict[str, Any], ceil: dict[str, Any], devic
     # Per compiled launch: the device kernels its op ran (every launch, repeated ones too), bytes from
     # the bundle, rate against the ceilings.
     copy_gbps = (ceil.get("copy") or {}).get("gbps")
-    launches = compiled_count.launches
+    launches = compiled_side(bundle).launches
     calls = run["compiled"]["profile_calls"]
     replayed, copy_events = split_graph_replay(run["compiled"]["sequence"], named)
     # On a CPU a profiled call the OS preempted is 1000x slower than the rest: one launch's time is

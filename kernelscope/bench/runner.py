@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelscope.bench import bundle_plan
-from kernelscope.bench.counts import count_bundle
+from kernelscope.bench.counts import compiled_side
 from kernelscope.bench.record import build_record, bundle_device, store
 from kernelscope.bench.record import merge as merge  # re-exported: the Bench view merges a record it shows
 from kernelscope.bundle.io import BundleError, read_bundle, read_text
@@ -142,9 +142,8 @@ def run_options(bundle: Bundle, s: BenchSettings) -> dict[str, Any]:
 
 
 def matmul_dtypes(bundle: Bundle) -> list[str]:
-    _, compiled = count_bundle(bundle)
     dtypes = []
-    for launch in compiled.launches:
+    for launch in compiled_side(bundle).launches:
         if launch.flops:
             writes = [t.dtype for t in launch.transfers if t.role == "write"]
             if writes and writes[0] not in dtypes:
