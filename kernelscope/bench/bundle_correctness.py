@@ -60,37 +60,42 @@ class GraphResults:
         self.tensors: list[torch.Tensor] = []
         self.labels: list[str] = []
         self.inputs: list[list[Any]] = []  # per graph: its own inputs (None for a saved one) as it left them
-        self.before: list[list[Any]] = []  # the same, as they went in
+        self.before: list[list[Any]] = []  # the same, as they went in (the inputs as made: each run copies them)
         self.outputs_per_graph: list[int] = []
         self.state_outputs = 0  # attention RNG state left out (see _ATTENTION_STATE)
 
 
-SNAPSHOT_BYTES = 256 << 20  # inputs up to this size are copied to see whether the output code wrote them
+SNAPSHOT_BYTES = 256 << 20  # inputs up to this size are compared after the call to see whether the output code wrote them
 _IN_PLACE = re.compile(r"torch\.ops\.aten\.\w+_\.")  # copy_, add_, ...: an op that writes its first argument
 
 
 def writes_inputs(fx_text: str) -> bool:
     """Whether a graph's printed FX code writes anything in place (an optimizer step, running statistics):
-    those graphs' inputs are always copied before the call to see what changed; other graphs' only up to
+    those graphs' inputs are always compared after the call to see what changed; other graphs' only up to
     SNAPSHOT_BYTES (a write there is the output code's alone, a wrong one; a model's weights, gigabytes on
-    a GPU, are not copied to look for it). GraphRun asks once."""
+    a GPU, are not read through to look for it). GraphRun asks once."""
     return bool(_IN_PLACE.search(fx_text))
 
 
-def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
-    """Every graph in order, ``run(graph, args)`` for each: a backward takes its forward's outputs as that
-    side returned them (its saved activations, which it may reuse in place), and each graph's outputs
-    are copied the moment it returns."""
+def run_graphs(graphs: list, inputs: list[list[Any]], run, float_as: torch.dtype | None = None,
+               written: set[tuple[int, int]] | None = None) -> GraphResults:
+    """Every graph in order on a copy of ``inputs`` (floating tensors in ``float_as``), ``run(graph, args)``
+    for each: a backward takes its forward's outputs as that side returned them (its saved activations,
+    which it may reuse in place), and each graph's outputs are copied the moment it returns. ``inputs``
+    stay as made: they are the ``before`` of each input; an input is copied after the call only where the
+    call changed it. ``written`` (the reference run): only those (graph, input) are kept, as left."""
     got = GraphResults()
     outs: dict[str, list[Any]] = {}
     with torch.no_grad():
-        for g, args in zip(graphs, inputs):
+        for gi, (g, made, args) in enumerate(zip(graphs, inputs, copy_set(inputs, float_as))):
             full = [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
                     for s, a in zip(g.inputs, args)]
             own = [a if s["kind"] != "saved" and isinstance(a, torch.Tensor) else None for s, a in zip(g.inputs, full)]
-            if not g.writes_in_place and sum(t.numel() * t.element_size() for t in own if t is not None) > SNAPSHOT_BYTES:
-                own = [None] * len(own)  # a model's weights: not copied to look for writes its graph cannot make
-            got.before.append([t.detach().clone() if t is not None else None for t in own])
+            if written is not None:
+                own = [t if (gi, ii) in written else None for ii, t in enumerate(own)]
+            elif not g.writes_in_place and sum(t.numel() * t.element_size() for t in own if t is not None) > SNAPSHOT_BYTES:
+                own = [None] * len(own)  # a model's weights: not read through to look for writes its graph cannot make
+            got.before.append([m if t is not None else None for m, t in zip(made, own)])
             result = run(g, full)
             result = list(result) if isinstance(result, (tuple, list)) else [result]
             outs[g.id] = result
@@ -105,8 +110,14 @@ def run_graphs(graphs: list, inputs: list[list[Any]], run) -> GraphResults:
                     got.labels.append(f"{g.id} output {i}" + (f" ({name})" if name else ""))
                     count += 1
             got.outputs_per_graph.append(count)
-            got.inputs.append([t.detach().clone() if t is not None else None for t in own])
+            # Kept as this call left them (a later graph may reuse a buffer): copied only where it changed.
+            got.inputs.append([None if t is None else m if written is None and _same(m, t) else t.detach().clone()
+                               for m, t in zip(made, own)])
     return got
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.equal(a, b)
 
 
 def _written(sides: list[GraphResults], graphs: list) -> list[tuple[int, int]]:
@@ -139,7 +150,7 @@ def _reference(graphs: list, inputs: list[list[Any]], written: list[tuple[int, i
     why = ""
     for dtype in tries:
         try:
-            got = run_graphs(graphs, copy_set(inputs, float_as=dtype), lambda g, a, d=dtype: g.eager_as(d)(*a))
+            got = run_graphs(graphs, inputs, lambda g, a, d=dtype: g.eager_as(d)(*a), float_as=dtype, written=set(written))
         except Exception as exc:
             first = (str(exc).splitlines() or [""])[0][:120]
             why += ("; " if why else "") + f"the FX graphs do not run in {str(dtype).replace('torch.', '')} " \
@@ -174,8 +185,8 @@ def correctness(graphs: list, device: str) -> dict[str, Any]:
     seed = int(time.time() * 1000) % (1 << 31)
     torch.manual_seed(seed)
     inputs = [[None if s["kind"] == "saved" else make_input(s, device) for s in g.inputs] for g in graphs]
-    eager = run_graphs(graphs, copy_set(inputs), lambda g, a: g.eager(a))
-    compiled = run_graphs(graphs, copy_set(inputs), lambda g, a: g.compiled(a))
+    eager = run_graphs(graphs, inputs, lambda g, a: g.eager(a))
+    compiled = run_graphs(graphs, inputs, lambda g, a: g.compiled(a))
     written = _written([eager, compiled], graphs)
     _add_written(eager, graphs, written)
     _add_written(compiled, graphs, written)

@@ -134,22 +134,34 @@ BUDGET_S = 0.5  # runs of a ceiling: at least MIN_RUNS, then until this much tim
 MIN_RUNS = 5
 
 
+def pin_to_one_cpu() -> int | None:
+    """Run the timing on one fixed CPU (the highest allowed): a process that migrates between cores,
+    or lands on a slower one, changes host-side overhead from run to run. Returns the CPU, None where
+    the affinity cannot be set."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {allowed[-1]})
+        return allowed[-1]
+    except (AttributeError, OSError):
+        return None
+
+
 @contextmanager
 def on_the_timing_cpu(device: str) -> Iterator[str]:
-    """On a CPU, the ceilings are measured on the one CPU the bench then times kernels on (timing's
-    pin_to_one_cpu: the highest allowed), so a kernel and its ceiling ran alike; the affinity is given
-    back afterwards. Yields the phrase the method says it with."""
-    allowed = None
+    """On a CPU, the ceilings are measured on the one CPU the bench then times kernels on
+    (pin_to_one_cpu), so a kernel and its ceiling ran alike; the affinity is given back afterwards.
+    Yields the phrase the method says it with."""
+    allowed, cpu = None, None
     if device != "cuda":
         try:
             allowed = os.sched_getaffinity(0)
-            os.sched_setaffinity(0, {max(allowed)})
         except (AttributeError, OSError):
             allowed = None
+        cpu = pin_to_one_cpu() if allowed else None
     try:
-        yield f", on CPU {max(allowed)} as the kernels are timed" if allowed else ""
+        yield f", on CPU {cpu} as the kernels are timed" if cpu is not None else ""
     finally:
-        if allowed:
+        if allowed and cpu is not None:
             try:
                 os.sched_setaffinity(0, allowed)
             except OSError:

@@ -328,9 +328,9 @@ def correctness(request: dict, module, eager: Step, compiled: Step) -> dict[str,
     torch.manual_seed(seed)
     inputs = make_inputs(request, module, request["device"])
     results, labels, sides = [], [], []
+    before = tensors_of(inputs)  # no call is handed these: they are what each side's own copy held going in
     for step in (eager, compiled):
         mine = _copy(inputs)  # each side gets its own copy: a function may write its inputs in place
-        before = [t.detach().clone() for t in tensors_of(mine)]
         out = call_guarded(step, mine, request)
         tensors = [t.detach().clone() for t in tensors_of(out)]
         labels = [f"output {i}" for i in range(len(tensors))]
@@ -339,12 +339,12 @@ def correctness(request: dict, module, eager: Step, compiled: Step) -> dict[str,
             labels += [f"gradient {i}" for i in range(len(grads))]
             tensors += grads
         results.append(tensors)
-        sides.append((before, [t.detach() for t in tensors_of(mine)]))
+        sides.append([t.detach() for t in tensors_of(mine)])
     # An input either side wrote in place is compared as it was left (a compiled call that writes an
     # input eager only reads is wrong too).
-    written = sorted({i for before, after in sides for i, (b, a) in enumerate(zip(before, after))
+    written = sorted({i for after in sides for i, (b, a) in enumerate(zip(before, after))
                       if b.shape == a.shape and not torch.equal(b, a)})
-    for tensors, (_, after) in zip(results, sides):
+    for tensors, after in zip(results, sides):
         tensors += [after[i].clone() for i in written]
     labels += [f"input {i} as written in place" for i in written]
     # The float64 run last: its weights are swapped back before anything else calls the function.

@@ -31,13 +31,13 @@ from kernelscope.bench import cpp_kernel_names, torch_private
 from kernelscope.bench.bundle_correctness import attention_state_outputs, correctness, writes_inputs
 from kernelscope.bench.bundle_plan import record_part
 from kernelscope.bench.bundle_tensors import check_fx_agrees, check_inputs, copy_set, make_input, set_bytes
+from kernelscope.bench.ceilings import pin_to_one_cpu
 from kernelscope.bench.printed_fx import fx_source
 from kernelscope.bench.profiling import profiled
 from kernelscope.bench.step import BenchFailure, rotated
 from kernelscope.bench.timing import (
     HostGate,
     host_reference,
-    pin_to_one_cpu,
     store_host_reference,
     time_calls_pair,
     time_loop,

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from kernelscope.bench import cpp_kernel_names, torch_private
-from kernelscope.bench.ceilings import ceilings, clocks, device_facts
+from kernelscope.bench.ceilings import ceilings, clocks, device_facts, pin_to_one_cpu
 from kernelscope.bench.correctness import correctness
 from kernelscope.bench.cudagraphs import SkipLog, copied_inputs, static_section, uses_cudagraphs
 from kernelscope.bench.profiling import profile_l2_flushed, profiled
@@ -41,7 +41,6 @@ from kernelscope.bench.sweep import sweep_section
 from kernelscope.bench.timing import (
     HostGate,
     host_reference,
-    pin_to_one_cpu,
     store_host_reference,
     time_calls_pair,
     time_loop,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import bisect
 import gc
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -189,17 +188,6 @@ def time_loop(steps: dict[str, Step], sets: list, device: str, gate: HostGate | 
         if was_enabled:
             gc.enable()
     return {name: gate.samples(name, batches) for name in steps}
-
-
-def pin_to_one_cpu() -> int | None:
-    """Run the timing on one fixed CPU (the highest allowed): a process that migrates between cores,
-    or lands on a slower one, changes host-side overhead from run to run."""
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-        os.sched_setaffinity(0, {allowed[-1]})
-        return allowed[-1]
-    except (AttributeError, OSError):
-        return None
 
 
 MIN_RUNS = 20  # timed calls per step however long a call is
