@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernelscope.bench.analysis import fmt_rate, fmt_us, short_name
+from kernelscope.bundle.bench_record import measured_device
 
 
 def compile_cache_note(rec: dict[str, Any]) -> str:
@@ -68,7 +69,7 @@ def explained_lines(rec: dict[str, Any]) -> list[str]:
 def header_lines(rec: dict[str, Any]) -> list[str]:
     dev = rec.get("device") or {}
     v = rec.get("versions") or {}
-    where = dev.get("device_name") or dev.get("cpu_model") or "?"
+    where = measured_device(dev) or "?"
     label = "GPU" if dev.get("device") == "cuda" else "CPU"
     out = [f"{label}: {where}  torch {v.get('torch')}  triton {v.get('triton')}  python {v.get('python')}"
            + (f"  cuda {v.get('cuda')}" if dev.get("device") == "cuda" else "")

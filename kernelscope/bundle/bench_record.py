@@ -127,3 +127,11 @@ def bench_record_problem(record: Any) -> str | None:
             if rows is not None and not isinstance(rows, (list, dict)):
                 return f"bench.{side}.kernels is {_kind(rows)}, not a list"
     return None
+
+
+def measured_device(device: Any) -> str:
+    """The device a bench record's ``device`` facts name, as every view says it: a GPU by its name, a CPU by
+    its model (a CPU's ``device_name`` is only its architecture, ``x86_64``); "" when they name neither."""
+    dev = device if isinstance(device, dict) else {}
+    first, second = ("cpu_model", "device_name") if dev.get("device") == "cpu" else ("device_name", "cpu_model")
+    return str(dev.get(first) or dev.get(second) or "")

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.bundle.bench_record import measured_device
 from kernelscope.bundle.model import Bundle, Kernel
 
 
@@ -132,7 +133,7 @@ def read_bench(bundle: Bundle) -> BenchFacts | None:
 def _from_run(run: dict[str, Any]) -> BenchFacts:
     """The record `kernelscope bench` stores (``extra["bench"]["run"]``)."""
     dev = run.get("device") or {}
-    facts = BenchFacts(device=str(dev.get("device_name") or dev.get("cpu_model") or ""),
+    facts = BenchFacts(device=measured_device(dev),
                        method=str(run.get("kernel_source") or ""), run=run)
     for name in ("eager", "compiled"):
         side = run.get(name) or {}

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.bundle.bench_record import measured_device
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.units import base_name
 
@@ -189,9 +190,7 @@ def _launch_lines(kernel: Kernel | None, n: int) -> tuple[list[str], list[str]]:
 
 def _device_name(run: dict[str, Any]) -> str:
     dev = run.get("device") if isinstance(run.get("device"), dict) else {}
-    if dev.get("device") == "cpu":
-        return str(dev.get("cpu_model") or dev.get("device_name") or "cpu")
-    return str(dev.get("device_name") or dev.get("cpu_model") or dev.get("device") or "device")
+    return measured_device(dev) or str(dev.get("device") or "device")
 
 
 LAUNCH_FIELDS = ("kind", "bytes_read", "bytes_written", "moved", "gbps", "pct_copy", "us_flushed",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.bundle.bench_record import measured_device
 from kernelscope.units import base_name, shorten_middle
 
 SCOPES = (("user", "your lines"), ("library", "library lines"))
@@ -107,8 +108,7 @@ def line_tables(bundle: Any) -> tuple[list[LineTable], dict[str, Any]] | None:
                 lt.kernels.append({"name": name, "kernel_id": kid, "us": us, "shared": shared, "launch": n})
         t.lines = sorted(by_line.values(), key=lambda x: (-x.total_us, x.file, x.line))
         tables.append(t)
-    where = {"source": run.get("kernel_source") or "", "device": (run.get("device") or {}).get("device_name")
-             or (run.get("device") or {}).get("cpu_model") or "", "total_us": total}
+    where = {"source": run.get("kernel_source") or "", "device": measured_device(run.get("device")), "total_us": total}
     return tables, where
 
 
