@@ -211,16 +211,12 @@ def _floating(t: torch.Tensor) -> bool:
 
 def _to_float64(value: Any) -> Any:
     """``value`` with every floating tensor in it a float64 copy (leaves keep requires_grad)."""
-    if isinstance(value, torch.Tensor):
-        t = value.detach()
+    def copy(tensor: torch.Tensor) -> torch.Tensor:
+        t = tensor.detach()
         t = t.to(torch.float64) if _floating(t) else t.clone()
-        return t.requires_grad_(value.requires_grad and t.is_floating_point())
-    if isinstance(value, (list, tuple)):
-        items = [_to_float64(v) for v in value]
-        return type(value)(items) if isinstance(value, list) or type(value) is tuple else type(value)(*items)
-    if isinstance(value, dict):
-        return {k: _to_float64(v) for k, v in value.items()}
-    return value
+        return t.requires_grad_(tensor.requires_grad and t.is_floating_point())
+
+    return _map_tensors(value, copy)
 
 
 def _held_tensors(modules: list) -> list[tuple[Any, str, str]]:
@@ -360,11 +356,16 @@ def correctness(request: dict, module, eager: Step, compiled: Step) -> dict[str,
 
 def _copy(value: Any) -> Any:
     """``value`` with every tensor in it cloned (leaves stay leaves that require grad as before)."""
+    return _map_tensors(value, lambda t: t.detach().clone().requires_grad_(t.requires_grad))
+
+
+def _map_tensors(value: Any, fn) -> Any:
+    """``value`` with ``fn`` applied to every tensor in it, lists, tuples (named ones too) and dicts rebuilt."""
     if isinstance(value, torch.Tensor):
-        return value.detach().clone().requires_grad_(value.requires_grad)
+        return fn(value)
     if isinstance(value, (list, tuple)):
-        items = [_copy(v) for v in value]
+        items = [_map_tensors(v, fn) for v in value]
         return type(value)(items) if isinstance(value, list) or type(value) is tuple else type(value)(*items)
     if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
+        return {k: _map_tensors(v, fn) for k, v in value.items()}
     return value

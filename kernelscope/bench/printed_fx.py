@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.ingest.dtypes import split_dims
+
 _ANNOTATION = re.compile(r"^([a-z0-9]+)\[([^\]]*)\]\[([^\]]*)\](\S*)$")
 
 
@@ -144,20 +146,13 @@ def _annotated_shape(ann: ast.expr | None) -> list[Any]:
     if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
         m = _ANNOTATION.match(ann.value.strip())
         if m:
-            return [int(d) if d.strip().lstrip("-").isdigit() else d.strip()
-                    for d in m.group(2).split(",") if d.strip()]
+            return split_dims(m.group(2))
     return []
 
 
 def _op_of(func: ast.expr) -> str:
     """``embedding.default`` for ``torch.ops.aten.embedding.default``; '' for anything else."""
-    parts = []
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    if isinstance(func, ast.Name):
-        parts.append(func.id)
-    parts.reverse()
+    parts = _dotted(func).split(".")
     if len(parts) >= 4 and parts[:2] == ["torch", "ops"]:
         return ".".join(parts[3:])
     return ""
