@@ -84,18 +84,14 @@ def job_lines(b: Bundle) -> list[str]:
             where = f"  {base_name(line.file)}:{line.line}" if line is not None else ""
             times = f" x{k.launches}" if k.launches > 1 else ""
             out.append(f"  {fmt_bytes(moved(k)):>10}  {k.name}{times}  [{k.graph}]{where}")
-    if b.graph_breaks:
-        out.append("")
-        out.append(f"graph breaks ({len(b.graph_breaks)}):")
-        for gb in b.graph_breaks[:TOP_KERNELS]:
-            out.append(f"  {base_name(gb.file)}:{gb.line}: {gb.reason}")
-        if len(b.graph_breaks) > TOP_KERNELS:
-            out.append(f"  … {len(b.graph_breaks) - TOP_KERNELS} more")
-    if b.recompiles:
-        out.append("")
-        out.append(f"recompiles ({len(b.recompiles)}):")
-        for r in b.recompiles[:TOP_KERNELS]:
-            out.append(f"  {r.compile_id} {base_name(r.file)}:{r.line}: {r.reason}")
-        if len(b.recompiles) > TOP_KERNELS:
-            out.append(f"  … {len(b.recompiles) - TOP_KERNELS} more")
+    out += _first_rows("graph breaks", b.graph_breaks, lambda gb: f"{base_name(gb.file)}:{gb.line}: {gb.reason}")
+    out += _first_rows("recompiles", b.recompiles, lambda r: f"{r.compile_id} {base_name(r.file)}:{r.line}: {r.reason}")
     return out
+
+
+def _first_rows(title: str, items: list, row) -> list[str]:
+    """A titled section: ``row(item)`` of the first TOP_KERNELS items and how many more there are ([] for none)."""
+    if not items:
+        return []
+    more = [f"  … {len(items) - TOP_KERNELS} more"] if len(items) > TOP_KERNELS else []
+    return ["", f"{title} ({len(items)}):", *(f"  {row(item)}" for item in items[:TOP_KERNELS]), *more]
