@@ -8,10 +8,14 @@ the copies read as distinct compiled frames, the interned file names written onc
 In one run, on the same file, this prints:
 1. `kernelscope open --no-ui -o ...` against `tlparse` (the PyPI wheel, installed into a scratch venv
    when missing): wall time and peak RSS of each (the child's ru_maxrss), and the ratio;
-2. the UI's first frame on the resulting bundle against a minimal Textual app, each in a fresh process;
+2. the UI's first frame on the resulting bundle against a minimal Textual app, each in a fresh process,
+   kernelscope's bytecode compiled first (as an installed package has it: where PYTHONDONTWRITEBYTECODE
+   is set, as on the 2-core box, every start would otherwise compile ~60 modules, ~0.13 s);
 3. kernel-list keys (down, pagedown) pressed through Pilot in the explorer against a minimal app with
-   one binding pressed the same way in the same run (median and p95 ratios), and `/` finding a kernel
-   of the last graph;
+   one binding pressed the same way in the same run (median and p95 ratios): a run of moves, in which the
+   other panes follow where the run stops (ui/screens/list_runs.py), and single moves after a pause, each
+   drawn in every pane; then `/` finding the last kernel's name and `N` (the previous match, wrapping)
+   its copy in the last graph;
 4. `kernelscope show` and `kernelscope report --format md` of the bundle (wall).
 
 Run: .venv/bin/python benchmarks/trace_scale.py [--times 24 120] [--runs 3] [--no-tlparse] [--keep DIR]
@@ -103,11 +107,15 @@ def first_frame_ms(code: str, *args: str) -> float:
 
 
 KEYS = ["down"] * 30 + ["pagedown"] * 5 + ["up"] * 10
+PAUSED_KEYS = ["down"] * 8 + ["pagedown"] * 2  # each after a pause: every pane follows it
+PAUSE_S = 0.4  # longer than a run of moves waits (list_runs.FOLLOW_QUIET) and than lexing ahead waits
 
 
-async def press_all(pilot, keys: list[str]) -> list[float]:
+async def press_all(pilot, keys: list[str], pause: float = 0.0) -> list[float]:
     times = []
     for key in keys:
+        if pause:
+            await pilot.pause(pause)
         t0 = time.perf_counter()
         await pilot.press(key)
         times.append((time.perf_counter() - t0) * 1000)
@@ -131,10 +139,10 @@ async def minimal_keys() -> list[float]:
 
     async with Minimal().run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        return await press_all(pilot, KEYS)
+        return await press_all(pilot, KEYS), await press_all(pilot, PAUSED_KEYS, PAUSE_S)
 
 
-async def explorer_keys(bundle: Path, needle: str) -> tuple[list[float], str]:
+async def explorer_keys(bundle: Path, needle: str) -> tuple[list[float], list[float], str]:
     from kernelscope.ui.app import make_app
 
     app = make_app(str(bundle))
@@ -145,18 +153,27 @@ async def explorer_keys(bundle: Path, needle: str) -> tuple[list[float], str]:
                 break
         await pilot.pause(0.3)
         times = await press_all(pilot, KEYS)
-        await pilot.press("slash")
+        paused = await press_all(pilot, PAUSED_KEYS, PAUSE_S)
+        await pilot.press("g", "slash")
         for ch in needle:
             await pilot.press(ch)
         await pilot.press("enter")
+        await pilot.press("N")  # the first match is in the first graph that has it; the previous one wraps
         await pilot.pause(0.3)
         kernel = getattr(app.screen, "kernel", None)
         found = f"{kernel.graph}/{kernel.name}" if kernel is not None else ""
-        return times, found
+        return times, paused, found
 
 
 def p95(values: list[float]) -> float:
     return sorted(values)[max(0, int(len(values) * 0.95) - 1)]
+
+
+def compile_bytecode() -> None:
+    """kernelscope's modules compiled into __pycache__, as pip leaves an installed package (Textual's are)."""
+    import compileall
+
+    compileall.compile_dir(str(REPO / "kernelscope"), quiet=1)
 
 
 def main() -> int:
@@ -196,15 +213,18 @@ def main() -> int:
         subprocess.run(ks + ["report", str(bundle), "--format", "md"], capture_output=True, text=True)
         row["report_s"] = time.perf_counter() - t0
         if not args.no_ui:
+            compile_bytecode()
             mins = [first_frame_ms(MINIMAL_FIRST) for _ in range(args.runs)]
             ours = [first_frame_ms(KERNELSCOPE_FIRST, str(bundle)) for _ in range(args.runs)]
             row.update(min_ms=statistics.median(mins), ui_ms=statistics.median(ours))
             manifest = json.loads((bundle / "bundle.json").read_text())
-            last = manifest["kernels"][-1]["name"] if manifest.get("kernels") else ""
-            base = asyncio.run(minimal_keys())
-            keys, found = asyncio.run(explorer_keys(bundle, last))
+            last = manifest["kernels"][-1] if manifest.get("kernels") else {}
+            base, base_paused = asyncio.run(minimal_keys())
+            keys, paused, found = asyncio.run(explorer_keys(bundle, last.get("name", "")))
             row.update(key_ratio=statistics.median(keys) / statistics.median(base), key_p95=p95(keys) / p95(base),
-                       found=found, needle=last)
+                       paused_ratio=statistics.median(paused) / statistics.median(base_paused),
+                       paused_p95=p95(paused) / p95(base_paused),
+                       found=found, needle=f"{last.get('graph')}/{last.get('name')}")
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
     print_table(rows)
@@ -214,18 +234,20 @@ def main() -> int:
 
 
 def print_table(rows: list[dict]) -> None:
-    print("| trace | open | tlparse | open / tlparse | open RSS | tlparse RSS | show | report md | first frame / minimal | keys median / p95 vs minimal | `/` last kernel |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| trace | open | tlparse | open / tlparse | open RSS | tlparse RSS | show | report md | first frame / minimal "
+          "| keys median / p95 vs minimal | a key after a pause | `/` last kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         tl = f"{r['tl_s']:.1f} s" if "tl_s" in r else "-"
         ratio = f"{r['open_s'] / r['tl_s']:.2f}x" if "tl_s" in r else "-"
         tl_rss = f"{r['tl_MB']:.0f} MB" if "tl_MB" in r else "-"
         ff = f"{r['ui_ms']:.0f} / {r['min_ms']:.0f} ms = {r['ui_ms'] / r['min_ms']:.2f}x" if "ui_ms" in r else "-"
         keys = f"{r['key_ratio']:.2f}x / {r['key_p95']:.2f}x" if "key_ratio" in r else "-"
-        found = (f"found in {r['found'].split('/')[0]}" if r.get("found", "").endswith("/" + r.get("needle", "?")) else f"NOT found ({r.get('found')!r})") \
+        paused = f"{r['paused_ratio']:.2f}x / {r['paused_p95']:.2f}x" if "paused_ratio" in r else "-"
+        found = (f"found in {r['found'].split('/')[0]}" if r.get("found") == r.get("needle") else f"NOT found ({r.get('found')!r})") \
             if "needle" in r else "-"
         print(f"| {r['MB']:.0f} MB (x{r['times']}) | {r['open_s']:.1f} s | {tl} | {ratio} | {r['open_MB']:.0f} MB | "
-              f"{tl_rss} | {r['show_s']:.1f} s | {r['report_s']:.1f} s | {ff} | {keys} | {found} |")
+              f"{tl_rss} | {r['show_s']:.1f} s | {r['report_s']:.1f} s | {ff} | {keys} | {paused} | {found} |")
 
 
 if __name__ == "__main__":

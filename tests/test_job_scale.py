@@ -184,6 +184,53 @@ def test_the_kernel_list_groups_a_jobs_graphs_and_slash_finds_a_kernel_in_any_of
     asyncio.run(run())
 
 
+def test_a_jobs_first_frame_builds_the_rows_it_can_show_and_the_rest_before_the_first_key(job):
+    """The kernel list and the breaks pane of a long job fill what the first frame can show; every row is
+    there once it is drawn: the counts on the group rows, the last graph's row, `/` into the last graph."""
+    from textual.widgets import OptionList
+
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
+
+    _, bundle = job
+    b = read_bundle(bundle)
+    last_graph = b.graphs[-1]
+    n_last = sum(1 for k in b.kernels if k.graph == last_graph.id)
+    wanted = next(k for k in b.kernels if k.graph == last_graph.id and k.lang == "triton")
+    n_breaks = len(b.graph_breaks) + len(b.recompiles) + sum(1 for r in b.recompiles if r.guard)
+    assert len(b.graphs) + 22 > 60 and n_breaks > 30  # longer than a 160x48 frame shows of either
+
+    async def run() -> None:
+        app = make_app(str(bundle))
+        at_first: dict[str, int] = {}
+
+        def first_frame() -> None:
+            at_first["rows"] = app.screen.query_one(KernelTable).row_count
+            at_first["breaks"] = app.screen.query_one("#breaks", OptionList).option_count
+
+        app.after_first_frame(first_frame)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            table = screen.query_one(KernelTable)
+            assert 48 <= at_first["rows"] < len(b.graphs) + 22, at_first
+            assert 16 <= at_first["breaks"] < n_breaks, at_first
+            assert table.row_count == len(b.graphs) + 22
+            assert screen.query_one("#breaks", OptionList).option_count == n_breaks
+            row = table._row_ids.index(GRAPH_ROW + last_graph.id)
+            assert table.get_row_at(row)[1].plain.endswith(f" · {n_last}"), table.get_row_at(row)[1].plain
+            await pilot.press("G")  # the last row: a kernel list built whole, not the first frame's rows
+            await pilot.pause()
+            assert table.cursor_row == table.row_count - 1
+            await pilot.press("g", "slash", *wanted.name[-30:], "enter")
+            await pilot.press("N")  # from the first match back, wrapping: the last graph's
+            await pilot.pause()
+            assert screen.kernel is not None and screen.kernel.name == wanted.name
+            assert screen.kernel.graph == last_graph.id, screen.kernel.graph
+
+    asyncio.run(run())
+
+
 def test_the_info_pane_of_a_job_reads_the_selected_graph_only(job):
     from kernelscope.ui.summary import capture_info, graph_info, kernel_info, why_info
 

@@ -11,6 +11,7 @@ import pytest
 from textual.geometry import Region
 
 from kernelscope.ui.app import make_app
+from kernelscope.ui.screens import list_runs
 from kernelscope.ui.screens.explorer import ExplorerScreen
 from kernelscope.ui.widgets.code_view import MARK_GLYPH, CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable, display_name
@@ -74,7 +75,13 @@ def check_shows(screen: ExplorerScreen, kernel) -> None:
     assert kernel.name in shown.replace("kernel      ", ""), info[:4]
 
 
-def test_moving_down_and_up_the_gpt2_kernels_marks_the_kernel_reached_in_every_pane():
+@pytest.mark.parametrize("pace", ["paused", "run"])
+def test_moving_down_and_up_the_gpt2_kernels_marks_the_kernel_reached_in_every_pane(pace, monkeypatch):
+    """``paused``: each move comes after a pause (a run of moves waits no time here) and is shown in every
+    pane in the same frame; ``run``: the keys are one run (ui/screens/list_runs.py): the list follows each,
+    every pane shows where the run stopped once it stops."""
+    monkeypatch.setattr(list_runs, "FOLLOW_QUIET", 0.0 if pace == "paused" else 30.0)
+
     async def run():
         app = make_app(str(GPT2))
         async with app.run_test(size=(160, 48)) as pilot:
@@ -92,7 +99,12 @@ def test_moving_down_and_up_the_gpt2_kernels_marks_the_kernel_reached_in_every_p
             for key in ["down"] * 24 + ["up"] * 6:
                 await pilot.press(key)
                 at += 1 if key == "down" else -1
-                check_shows(screen, order[at])
+                if pace == "paused":
+                    check_shows(screen, order[at])
+                else:
+                    assert screen.kernel is order[at] and screen.query_one(KernelTable).current()[1] is order[at]
+            if pace == "run":
+                screen.follow_now()  # what the run's end does, FOLLOW_QUIET after its last move
             await pilot.pause()
             check_shows(screen, order[at])
 

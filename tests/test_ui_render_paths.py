@@ -22,6 +22,7 @@ from textual.strip import Strip
 from kernelscope.ui import textdoc
 from kernelscope.ui.app import make_app
 from kernelscope.ui.panes.base import kernel_lexer, python_lexer
+from kernelscope.ui.screens import list_runs
 from kernelscope.ui.screens.explorer import ExplorerScreen
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.textual_private import FAST, PATHS
@@ -65,9 +66,12 @@ def _cells(update, y: int, x1: int, x2: int) -> list[tuple[str, Style | None]]:
 
 
 @needs("compositor")
-def test_sparse_compositor_sends_the_cells_textual_sends():
+def test_sparse_compositor_sends_the_cells_textual_sends(monkeypatch):
     """Every frame while moving down and up the GPT-2 kernels: the cells in each repainted span are the ones
-    Textual's compositor gives for the same regions (each frame checked; the widgets drawn once)."""
+    Textual's compositor gives for the same regions (each frame checked; the widgets drawn once). Each move
+    is shown in every pane at once (as after a pause: a run of moves waits no time here), so that each
+    frame repaints much."""
+    monkeypatch.setattr(list_runs, "FOLLOW_QUIET", 0.0)
     frames = []
     sparse = SparseCompositor.render_partial_update
 

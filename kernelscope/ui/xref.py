@@ -85,6 +85,7 @@ class BundleIndex:
         # Per kernel, computed once (moving through a model's kernels asks again and again).
         self._fx_lines: dict[tuple[str, str, str], list[int]] = {}
         self._output_lines: dict[str, list[int]] = {}
+        self._order: tuple[tuple, list[Kernel], dict[int, int]] | None = None  # see kernels_in_order
 
     # -- texts ---------------------------------------------------------------------------------
     def text(self, relpath: str | None) -> str:
@@ -107,7 +108,21 @@ class BundleIndex:
         return self.text(graph.files.get(what))
 
     def kernels_in_order(self) -> list[Kernel]:
-        """Kernels graph by graph, each graph's in launch order."""
+        """Kernels graph by graph, each graph's in launch order (worked out once per list of kernels: a job's
+        thousands are asked for at start and on each step; callers read it, never change it)."""
+        b = self.bundle
+        key = (id(b.kernels), len(b.kernels), id(b.graphs), len(b.graphs))
+        if self._order is None or self._order[0] != key:
+            order = self._kernels_in_order()
+            self._order = (key, order, {id(k): i for i, k in enumerate(order)})
+        return self._order[1]
+
+    def kernel_position(self, kernel: Kernel | None) -> int | None:
+        """Where ``kernel`` is in ``kernels_in_order`` (None when it is not there)."""
+        self.kernels_in_order()
+        return None if kernel is None else self._order[2].get(id(kernel))
+
+    def _kernels_in_order(self) -> list[Kernel]:
         by_id = {k.id: k for k in self.bundle.kernels}
         out: list[Kernel] = []
         seen: set[str] = set()

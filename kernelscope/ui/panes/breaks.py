@@ -9,6 +9,7 @@ from textual.content import Content
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from kernelscope.ui.first_frame import eager_rows, once_drawn
 from kernelscope.ui.panes.base import Pane
 from kernelscope.units import base_name, plural
 
@@ -39,8 +40,13 @@ class BreaksPane(Pane):
             if r.guard:
                 options.append(Option(Content(failed_guard_text(r.guard)), id=f"guard:{i}"))
         if options:
-            breaks.add_options(options)
+            # A job's hundreds of breaks: the list wraps every option it holds to know its height, so the
+            # ones below the first frame's are added once it is drawn (ui/first_frame.py).
+            eager = eager_rows(self, 1 / 3 if getattr(self.explorer, "layout_mode", "") == "wide" else 1.0)
+            breaks.add_options(options[:eager])
             breaks.highlighted = 0
+            if len(options) > eager:
+                once_drawn(breaks, lambda: breaks.add_options(options[eager:]))
         else:
             breaks.add_option(Option("✓ no graph breaks and no recompiles: Dynamo captured it whole",
                                      disabled=True))

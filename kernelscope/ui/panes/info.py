@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual import work
 from textual.app import ComposeResult
 
+from kernelscope.ui.first_frame import once_drawn
 from kernelscope.ui.lru import Kept
 from kernelscope.ui.panes.base import Pane
 from kernelscope.ui.summary import capture_info, graph_info, kernel_info, why_kernel_info, why_shared_info
@@ -65,7 +66,8 @@ class InfoPane(Pane):
             if pending:  # a job's compile-time rows (megabytes) are read off the first frame's path
                 if not self._reading:
                     self._reading = True
-                    self._read_compile_time()
+                    # and after it: parsing them in a thread holds the interpreter lock the frame waits for
+                    once_drawn(self, self._read_compile_time)
             else:
                 self._docs[shown] = doc
         self.query_one(CodeView).set_document(doc)

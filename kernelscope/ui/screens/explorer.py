@@ -25,6 +25,7 @@ from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.panes.kernels import KernelsPane
 from kernelscope.ui.screens.explorer_actions import ExplorerActions
+from kernelscope.ui.screens.list_runs import FollowsListRuns
 from kernelscope.ui.screens.resume import first_resume_styled, same_size_again
 from kernelscope.ui.summary import title_line
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
@@ -59,7 +60,7 @@ class TitleLine(Static):
         return title_line(self.bundle, self.previous, self.size.width or None)
 
 
-class ExplorerScreen(ExplorerActions, Screen):
+class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
     """Every view of one bundle."""
 
     AUTO_FOCUS = "KernelTable"
@@ -182,7 +183,7 @@ class ExplorerScreen(ExplorerActions, Screen):
                 view.rehighlight()
                 return  # one text a tick: a key pressed meanwhile waits for no more
         order = self.index.kernels_in_order()
-        i = order.index(self.kernel) if self.kernel in order else 0
+        i = self.index.kernel_position(self.kernel) or 0
         ahead, pane, start = order[i:] + order[:i], self.pane("kernel"), time.perf_counter()
         while time.perf_counter() - start < LEX_AHEAD_BUDGET:  # a few sources a tick, a key waits no longer
             if not pane.lex_ahead(ahead):
@@ -249,6 +250,7 @@ class ExplorerScreen(ExplorerActions, Screen):
         self._activate(pane_id, focus=True)
 
     def _activate(self, pane_id: str, *, focus: bool) -> None:
+        self.follow_now()  # the pane shown shows the selection
         self.active_pane = pane_id
         self._show_active()
         if focus:
@@ -266,6 +268,7 @@ class ExplorerScreen(ExplorerActions, Screen):
             self._activate(pane_id, focus=self.layout_mode != "wide")
 
     def on_descendant_focus(self, event) -> None:
+        self.follow_now()  # a key in the pane focused acts on what it shows
         node = event.widget
         while node is not None and node is not self:
             if node.id and node.id.startswith("pane-") and "pane" in node.classes:
@@ -278,6 +281,7 @@ class ExplorerScreen(ExplorerActions, Screen):
 
     def action_zoom(self) -> None:
         """The focused pane fills the body (z again, or escape, brings the layout back)."""
+        self.follow_now()
         if self.maximized is not None:
             self.minimize()
             return
@@ -302,6 +306,12 @@ class ExplorerScreen(ExplorerActions, Screen):
         self._shown_graph = selection[0]
         self._moved_at = time.monotonic()
         self.move_gc.moved()  # what the last move drew leaves the collected generations
+        if self.shown_later():  # a move of a run through the list (ui/screens/list_runs.py)
+            self.pane("kernels").show_selection(*selection)  # the ▶ follows the cursor
+            return
+        self.show_in_panes(selection)
+
+    def show_in_panes(self, selection: tuple[Graph | None, Kernel | None]) -> None:
         for cls in PANES:
             self.pane(cls.pane_id).show_selection(*selection)
 
@@ -317,27 +327,34 @@ class ExplorerScreen(ExplorerActions, Screen):
 
     def _table_cursor(self) -> None:
         graph, kernel = self.query_one(KernelTable).current()
-        if graph is not None and (graph, kernel) != (self.graph, self.kernel):
-            self.select(graph, kernel)
+        if graph is not None and not self._selected(graph, kernel):
+            self.list_moved(graph, kernel)
 
     @on(KernelTable.Selected)
     def _table_selected(self, event: KernelTable.Selected) -> None:
-        if (event.graph, event.kernel) != (self.graph, self.kernel):
-            self.select(event.graph, event.kernel)
+        if not self._selected(event.graph, event.kernel):
+            self.list_moved(event.graph, event.kernel)
+
+    def _selected(self, graph: Graph | None, kernel: Kernel | None) -> bool:
+        """Whether these are the selection, by identity: a dataclass's == compares every field, and reading a
+        graph's or kernel's detail fields reads its graph's detail file (each graph row passed read two)."""
+        return graph is self.graph and kernel is self.kernel
 
     @on(KernelTable.Opened)
     def _table_opened(self, event: KernelTable.Opened) -> None:
         self.action_show_pane("kernel")
 
     def select_kernel(self, kernel: Kernel) -> None:
-        self.query_one(KernelTable).select_kernel(kernel.id)
+        with self.moving_list():  # a link followed, a step, a search: shown in every pane at once
+            self.query_one(KernelTable).select_kernel(kernel.id)
         self.select(self.bundle.graph(kernel.graph), kernel)
 
     def action_step_kernel(self, delta: int) -> None:
         order = self.index.kernels_in_order()
         if not order:
             return
-        i = order.index(self.kernel) if self.kernel in order else -1
+        i = self.index.kernel_position(self.kernel)
+        i = -1 if i is None else i
         self.select_kernel(order[(i + delta) % len(order)])
 
     # -- what the panes ask for --------------------------------------------------------------------
@@ -355,6 +372,7 @@ class ExplorerScreen(ExplorerActions, Screen):
 
     @on(Pane.Reveal)
     def _on_reveal(self, event: Pane.Reveal) -> None:
+        self.follow_now()
         view = self.query_one("#source", CodeView)
         view.set_marks([event.row])
         self.action_show_pane("source")
@@ -393,6 +411,7 @@ class ExplorerScreen(ExplorerActions, Screen):
 
     @on(CodeView.SearchRequested)
     def _search(self, event: CodeView.SearchRequested) -> None:
+        self.follow_now()
         self.query_one(SearchBar).open_for(event.view)
 
     @on(KernelsPane.SearchRequested)
@@ -401,6 +420,7 @@ class ExplorerScreen(ExplorerActions, Screen):
 
     def action_goto(self, pane_id: str) -> None:
         """Jump to the selected kernel's place in a pane (its user lines, FX nodes, launch)."""
+        self.follow_now()  # its marks are the selection's
         view = self.query_one(f"#{pane_id}", CodeView)
         if pane_id == "output" and self.kernel is not None and self.kernel.call_line:
             view.move_cursor(self.kernel.call_line - 1, center=True)
@@ -411,12 +431,15 @@ class ExplorerScreen(ExplorerActions, Screen):
         self.action_show_pane(pane_id)
 
     def action_fx_compact(self) -> None:
+        self.follow_now()
         self.pane("fx").toggle_compact()
 
     def action_fx_kind(self, delta: int) -> None:
+        self.follow_now()
         self.pane("fx").step_kind(delta)
 
     def action_next_file(self) -> None:
         """The next file that holds lines of the selected kernel (every file when it has none)."""
+        self.follow_now()
         if self.pane("source").next_file():
             self.action_show_pane("source")

@@ -3,7 +3,8 @@
 Checked against Textual 8.2.8 (``DataTable._render_cell``, ``_get_styles_to_render_cell``,
 ``_get_row_renderables``, ``render_line`` and the private caches ``_cell_render_cache``,
 ``_row_render_cache``, ``_row_renderable_cache``, ``_line_cache``, ``_update_count``; ``_update_column_widths``
-and ``_update_dimensions``, which size columns with the module's ``measure``); on only where
+and ``_update_dimensions``, which size columns with the module's ``measure``, and ``_total_row_height``, the
+height it gives the rows); on only where
 ``FAST.data_table`` (see ``kernelscope.ui.textual_private``): elsewhere ``FastTableRows`` is a mixin whose
 ``replace_cells`` is DataTable's ``update_cell`` and nothing else changes.
 """
@@ -17,6 +18,7 @@ from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.geometry import Size
 from textual.render import measure as _textual_measure
 from textual.strip import Strip
 from textual.widgets.data_table import ColumnKey, RowKey
@@ -33,6 +35,8 @@ from kernelscope.ui.textual_private.lru import clear_lru
 
 class _StockTableRows:
     """DataTable as it is (the fast path is off)."""
+
+    rows_to_come = 0  # rows about to be added (see _FastTableRows.settle_dimensions)
 
     def replace_cells(self, column: str, cells: dict[str, object]) -> None:
         """Put new values in one column for these rows (by key)."""
@@ -108,6 +112,9 @@ class _FastTableRows(_StockTableRows):
                 self._update_dimensions(new_rows)
         finally:
             _table_module.measure = _textual_measure
+        if self.rows_to_come:  # rows a long list adds after its first frame: that frame's scrollbar is the settled one
+            header = self.header_height if self.show_header else 0
+            self.virtual_size = Size(self.virtual_size.width, self._total_row_height + header + self.rows_to_come)
 
     def clear(self, *args, **kwargs):
         self._lines.clear()

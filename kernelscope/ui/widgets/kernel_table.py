@@ -6,7 +6,8 @@ kernels fed by the user line under the cursor carry ``◆``, so selection never 
 A job's many graphs are groups: a graph row (▸/▾, its kernel count and bytes moved) folds its kernels
 away (enter or space on it; left folds the group the cursor is in). A bundle past ``OPEN_ALL_KERNELS``
 kernels or ``OPEN_ALL_GRAPHS`` graphs opens with only its first graph unfolded, so the list costs what
-is on it, not the job; selecting a kernel (a link followed, ``/``) unfolds its graph.
+is on it, not the job; selecting a kernel (a link followed, ``/``) unfolds its graph. Of a long list, the
+rows a terminal can show are built for the first frame, the rest once it is drawn (ui/first_frame.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from textual.widgets.data_table import ColumnKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.symbolic import moved_per_call
+from kernelscope.ui.first_frame import eager_rows, once_drawn
 from kernelscope.ui.textual_private.data_table import FastTableRows
 from kernelscope.ui.textual_private.scrollbars import StableScrollbars
 from kernelscope.ui.xref import KIND_TAGS
@@ -83,14 +85,17 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         # marked ↓ between the two (kernelscope/report/why.py).
         self.round_trip_ids: set[str] = set()
         self._row_ids: list[str] = []  # the rows on screen: graph rows and the kernels of unfolded graphs
+        self._later: list[str] = []  # rows of a long list built once the first frame is drawn (see load)
         self._row_of: dict[str, int] = {}
         self._entries: list[str] = []  # every graph row and kernel, folded or not, in list order
+        self._entry_index: dict[str, int] = {}  # where each is in _entries
         self._by_graph: dict[str, list[Kernel]] = {}
         self._open: set[str] = set()  # unfolded graphs
         self._grouped = False  # graph rows shown (more than one graph)
         self._marked_graphs: set[str] = set()  # graphs whose ↓ marks were worked out
         self._moved_of: dict[str, str] = {}  # a graph row's bytes-moved cell, worked out once
         self._name_width: int | None = None  # the name column's width now; None: names in full
+        self._other_widths: dict[str, int] = {}  # the other columns' widest cells (see _measure_other_widths)
         self._files_of_lines = 0  # how many files the kernels' user lines are in
 
     def on_mount(self) -> None:
@@ -119,13 +124,16 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             if self._grouped or not ks:
                 self._entries.append(GRAPH_ROW + g.id)
             self._entries += [k.id for k in ks]
+        self._entry_index = {key: i for i, key in enumerate(self._entries)}
         if not self._grouped or (len(kernels_in_order) <= OPEN_ALL_KERNELS and len(bundle.graphs) <= OPEN_ALL_GRAPHS):
             self._open = set(self.graphs)
         else:
             self._open = {next((g.id for g in bundle.graphs if self._by_graph.get(g.id)), bundle.graphs[0].id)}
         self._name_width = None
-        self._rebuild()
+        self._rebuild(eager=eager_rows(self))
         self.settle_dimensions()  # the first layout sizes the table by its rows, not a frame later
+        if self._later:
+            once_drawn(self, self._build_later)
 
     def _visible(self) -> list[str]:
         rows = []
@@ -137,30 +145,52 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                 rows += [k.id for k in ks]
         return rows
 
-    def _rebuild(self, keep: str | None = None) -> None:
+    def _rebuild(self, keep: str | None = None, eager: int | None = None) -> None:
         """The rows anew for what is unfolded (names fitted once, so each cell is measured once); the cursor
-        back on ``keep`` (a row key) when it is still shown."""
+        back on ``keep`` (a row key) when it is still shown. ``eager``: build that many rows now and leave
+        the rest to ``_build_later`` (the first frame of a long list)."""
         self._row_ids, self._row_of = [], {}  # clear() moves the cursor: it finds no row while rebuilding
         self.clear()
         self._row_ids = self._visible()
+        self._later = []
+        if eager is not None and len(self._row_ids) > eager:
+            self._row_ids, self._later = self._row_ids[:eager], self._row_ids[eager:]
+        self.rows_to_come = len(self._later)
         selected = self.selected_id
         for gid in self._open - self._marked_graphs:  # ↓ marks of the graphs now unfolded
             self._marked_graphs.add(gid)
             if gid in self.graphs:
                 self.round_trip_ids |= feeds_next(self.bundle, self.graphs[gid], self._by_graph.get(gid, []))
         self._name_width = self._wanted_width(self._measure_other_widths())
-        for key in self._row_ids:
+        self._add_rows(self._row_ids)
+        for key, width in self._other_widths.items() if self._later else ():  # as wide as later rows need
+            self.columns[ColumnKey(key)].content_width = max(self.columns[ColumnKey(key)].content_width, width)
+        # Known only now: add_row moves the cursor, and the selection it posts marks rows that exist.
+        self._row_of = {key: i for i, key in enumerate(self._row_ids)}
+        self._refresh_marks({kid for kid in (selected, self.selected_id) if kid})
+        if keep is not None and keep in self._row_of:
+            self.move_cursor(row=self._row_of[keep], scroll=True)
+
+    def _add_rows(self, keys: list[str]) -> None:
+        for key in keys:
             if key.startswith(GRAPH_ROW):
                 gid = key[len(GRAPH_ROW):]
                 self.add_row(Text(), self._graph_label(self.graphs[gid], self._name_width), Text(), Text(),
                              Text(self._graph_moved(gid)), Text(), key=key)
             else:
                 self.add_row(*self._cells(self.kernels[key]), key=key)
-        # Known only now: add_row moves the cursor, and the selection it posts marks rows that exist.
-        self._row_of = {key: i for i, key in enumerate(self._row_ids)}
-        self._refresh_marks({kid for kid in (selected, self.selected_id) if kid})
-        if keep is not None and keep in self._row_of:
-            self.move_cursor(row=self._row_of[keep], scroll=True)
+
+    def _build_later(self) -> None:
+        """The rows below the first frame's, appended (names fitted as the first frame's, marks as they are now)."""
+        later, self._later = self._later, []
+        if not later:
+            return
+        self.rows_to_come = 0
+        self._add_rows(later)
+        self._row_of.update((key, i) for i, key in enumerate(later, len(self._row_ids)))
+        self._row_ids += later
+        self._fit()
+        self.settle_dimensions()
     # Long names lose their decoration (``triton_poi_fused_``: the kind column says it), then their middle
     # (``add_…_relu_0``), so that the numbers after them (nodes, bytes moved, user lines) and the end of
     # the name that tells kernels apart always stay in view, at any width.
@@ -201,15 +231,17 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return name
 
     def _measure_other_widths(self) -> int:
-        """Cells taken by every column but the name (padding included), from the rows about to be shown."""
+        """Cells taken by every column but the name (padding included), from the rows about to be shown (those
+        built once the first frame is drawn too: the first frame's columns are the settled ones)."""
         widths = {"mark": 1}
-        for key in self._row_ids:
+        for key in self._row_ids + self._later:
             if key.startswith(GRAPH_ROW):
                 cells = ["", "", self._graph_moved(key[len(GRAPH_ROW):]), ""]
             else:
                 cells = [c.plain for c in self._cells(self.kernels[key])[2:]]
             for col, text in zip(("kind", "nodes", "moved", "line"), cells):
                 widths[col] = max(widths.get(col, 0), len(text))
+        self._other_widths = widths
         total = 0
         for key, column in self.columns.items():
             if key.value != "name":
@@ -218,8 +250,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
 
     def _wanted_width(self, others: int) -> int | None:
         """The name column's width for the shown rows: None (names in full) when they fit."""
-        kernels = [self.kernels[key] for key in self._row_ids if not key.startswith(GRAPH_ROW)]
-        graphs = [self.graphs[key[len(GRAPH_ROW):]] for key in self._row_ids if key.startswith(GRAPH_ROW)]
+        keys = self._row_ids + self._later
+        kernels = [self.kernels[key] for key in keys if not key.startswith(GRAPH_ROW)]
+        graphs = [self.graphs[key[len(GRAPH_ROW):]] for key in keys if key.startswith(GRAPH_ROW)]
         longest = max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in kernels]
                       + [len(self._graph_label(g).plain) for g in graphs]  # a graph row's label whole where it fits
                       + [len(self.columns[ColumnKey("name")].label.plain)])
@@ -311,7 +344,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         if not self._row_ids or self.cursor_row >= len(self._row_ids):
             return 0
         key = self._row_ids[self.cursor_row]
-        return self._entries.index(key) if len(self._entries) < 4096 else _entry_of(self._entries, key)
+        return self._entry_index.get(key, 0)
 
     def entry_names(self) -> list[str]:
         """Each graph row's and kernel's name, folded or not, in list order ("" for a graph's row): what ``/``
@@ -397,13 +430,6 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                          + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
         self.app.copy_to_clipboard("\n".join(lines) + "\n")
         self.notify(f"copied {plural(n, 'kernel')} as TSV (OSC 52)", timeout=2)
-
-
-def _entry_of(entries: list[str], key: str) -> int:
-    try:
-        return entries.index(key)
-    except ValueError:
-        return 0
 
 
 def feeds_next(bundle: Bundle, graph: Graph, kernels: list[Kernel]) -> set[str]:

@@ -190,7 +190,8 @@ class PresentationScreen(Screen):
         order = self.index.kernels_in_order()
         if self.fixed or not order:
             return
-        i = order.index(self.kernel) if self.kernel in order else -1
+        i = self.index.kernel_position(self.kernel)  # by identity: == on a Kernel reads its graph's detail
+        i = -1 if i is None else i
         self.kernel = order[(i + delta) % len(order)]
         self.show()
 
