@@ -139,26 +139,35 @@ JOB_MARKER = "KERNELSCOPE_JOB"  # in every child's environment: what the user's 
 def processes_marked(marker: str) -> list[int]:
     """Live processes whose environment holds ``KERNELSCOPE_JOB=marker``: a child's whole tree, also what
     left its process group and session (a double-forked daemon). Linux /proc; [] elsewhere."""
-    needle = f"{JOB_MARKER}={marker}".encode()
     found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in entries:
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
+    for pid in _other_pids():
         try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                if needle not in fh.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{name}/stat", "rb") as fh:
+            if _job_marker(pid) != marker.encode():
+                continue
+            with open(f"/proc/{pid}/stat", "rb") as fh:
                 state = fh.read().rsplit(b")", 1)[1].split()[0]
         except (OSError, IndexError):
             continue
         if state not in (b"Z", b"X"):
-            found.append(int(name))
+            found.append(pid)
     return found
+
+
+def _other_pids(exclude: set[int] | None = None) -> list[int]:
+    """The ids of the processes in /proc but this one (and ``exclude``); [] where there is no /proc."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    skip = {os.getpid(), *(exclude or ())}
+    return [pid for pid in (int(name) for name in entries if name.isdigit()) if pid not in skip]
+
+
+def _job_marker(pid: int) -> bytes | None:
+    """The ``KERNELSCOPE_JOB`` a process's environment holds, or None (OSError: it is gone, or not ours to read)."""
+    prefix = f"{JOB_MARKER}=".encode()
+    with open(f"/proc/{pid}/environ", "rb") as fh:
+        return next((v[len(prefix):] for v in fh.read().split(b"\0") if v.startswith(prefix)), None)
 
 
 def kill_job_leftovers(proc: subprocess.Popen, marker: str, since: int | None = None) -> None:
@@ -238,19 +247,13 @@ def _children_since(since: int, exclude: set[int]) -> list[tuple[int, bytes]]:
     with _live_lock:
         mine = {p.pid for p in _live} | set(exclude)
     found = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for name in entries:
-        if not name.isdigit() or int(name) in mine:
-            continue
+    for pid in _other_pids(mine):
         try:
-            state, ppid, started = _stat(int(name))
+            state, ppid, started = _stat(pid)
         except (OSError, IndexError, ValueError):
             continue
         if ppid == me and started >= since:
-            found.append((int(name), state))
+            found.append((pid, state))
     return found
 
 
@@ -258,17 +261,9 @@ def sweep_orphaned_jobs() -> None:
     """Kill what a job of a kernelscope process that died (kill -9) left running: processes whose marker
     (``PID-HEX``) names a process that is gone. Their program died with it (parent-death signal); this
     is for what the program started."""
-    prefix = f"{JOB_MARKER}=".encode()
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return
-    for name in entries:
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
+    for pid in _other_pids():
         try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                marker = next((v[len(prefix):] for v in fh.read().split(b"\0") if v.startswith(prefix)), None)
+            marker = _job_marker(pid)
             if marker is None:
                 continue
             owner = int(marker.split(b"-", 1)[0])
@@ -276,7 +271,7 @@ def sweep_orphaned_jobs() -> None:
             continue
         if owner != os.getpid() and not _alive(owner):
             try:
-                os.kill(int(name), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
