@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from kernelscope.bench.bundle_tensors import copy_set, make_input
+from kernelscope.bench.bundle_tensors import copy_set, graph_args, make_set
 from kernelscope.bench.correctness import compare
 
 HALF = (torch.float16, torch.bfloat16)
@@ -88,8 +88,7 @@ def run_graphs(graphs: list, inputs: list[list[Any]], run, float_as: torch.dtype
     outs: dict[str, list[Any]] = {}
     with torch.no_grad():
         for gi, (g, made, args) in enumerate(zip(graphs, inputs, copy_set(inputs, float_as))):
-            full = [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
-                    for s, a in zip(g.inputs, args)]
+            full = graph_args(g, args, outs)
             own = [a if s["kind"] != "saved" and isinstance(a, torch.Tensor) else None for s, a in zip(g.inputs, full)]
             if written is not None:
                 own = [t if (gi, ii) in written else None for ii, t in enumerate(own)]
@@ -184,7 +183,7 @@ def _compared(graphs: list, got: GraphResults, written: list[tuple[int, int]]) -
 def correctness(graphs: list, device: str) -> dict[str, Any]:
     seed = int(time.time() * 1000) % (1 << 31)
     torch.manual_seed(seed)
-    inputs = [[None if s["kind"] == "saved" else make_input(s, device) for s in g.inputs] for g in graphs]
+    inputs = make_set(graphs, device)
     eager = run_graphs(graphs, inputs, lambda g, a: g.eager(a))
     compiled = run_graphs(graphs, inputs, lambda g, a: g.compiled(a))
     written = _written([eager, compiled], graphs)

@@ -169,6 +169,18 @@ def make_input(spec: dict[str, Any], device: str, double: bool = False) -> Any:
     return torch.as_strided(flat, shape, stride)
 
 
+def make_set(graphs: list, device: str) -> list[list[Any]]:
+    """One input set: per graph, its inputs (None where a forward graph's output goes in at call time)."""
+    return [[None if s["kind"] == "saved" else make_input(s, device) for s in g.inputs] for g in graphs]
+
+
+def graph_args(g, args: list[Any], outs: dict[str, list[Any]]) -> list[Any]:
+    """A graph's arguments for one call: its own inputs, a saved activation taken from what its forward
+    returned in this call (``outs``: graph id -> outputs)."""
+    return [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
+            for s, a in zip(g.inputs, args)]
+
+
 def copy_set(value: Any, float_as: torch.dtype | None = None) -> Any:
     """A copy of an input set for one call (the output code may write its inputs, or free them); with
     ``float_as``, floating tensors in that dtype (the reference run)."""

@@ -30,7 +30,14 @@ import torch
 from kernelscope.bench import cpp_kernel_names, torch_private
 from kernelscope.bench.bundle_correctness import attention_state_outputs, correctness, writes_inputs
 from kernelscope.bench.bundle_plan import record_part
-from kernelscope.bench.bundle_tensors import check_fx_agrees, check_inputs, copy_set, make_input, set_bytes
+from kernelscope.bench.bundle_tensors import (
+    check_fx_agrees,
+    check_inputs,
+    copy_set,
+    graph_args,
+    make_set,
+    set_bytes,
+)
 from kernelscope.bench.ceilings import pin_to_one_cpu
 from kernelscope.bench.printed_fx import fx_source
 from kernelscope.bench.profiling import profiled
@@ -130,11 +137,6 @@ def _fx_module(printed: str, path: Path, graph: str, float_as: torch.dtype | Non
 
 # ---------------------------------------------------------------- inputs
 
-def make_set(graphs: list[GraphRun], device: str) -> list[list[Any]]:
-    """One input set: per graph, its inputs (None where a forward graph's output goes in at call time)."""
-    return [[None if s["kind"] == "saved" else make_input(s, device) for s in g.inputs] for g in graphs]
-
-
 class BundleStep:
     """One call of the bundle: every graph in order, compiled or eager; what each returned."""
 
@@ -149,8 +151,7 @@ class BundleStep:
         every: list[Any] = []
         with torch.no_grad():
             for g, args in zip(self.graphs, inputs):
-                full = [outs[s["saved_from"]["graph"]][s["saved_from"]["output"]] if s["kind"] == "saved" else a
-                        for s, a in zip(g.inputs, args)]
+                full = graph_args(g, args, outs)
                 result = g.compiled(full) if self.side == "compiled" else g.eager(full)
                 result = list(result) if isinstance(result, (tuple, list)) else [result]
                 outs[g.id] = result
