@@ -24,7 +24,7 @@ from textual.reactive import reactive  # noqa: E402
 
 from kernelscope.ui import messages, textdoc  # noqa: E402
 from kernelscope.ui.app_keys import AppKeys  # noqa: E402
-from kernelscope.ui.gcpolicy import YOUNG  # noqa: E402
+from kernelscope.ui.gcpolicy import YOUNG, collector_paused  # noqa: E402
 from kernelscope.ui.textual_private.css_cache import keep_parsed_css, use_kept_stylesheet  # noqa: E402
 
 if TYPE_CHECKING:
@@ -202,7 +202,8 @@ class KernelscopeApp(AppKeys, App):
         from kernelscope.bundle.io import BundleError, read_bundle
 
         try:
-            bundle = read_bundle(Path(path).expanduser())
+            with collector_paused():
+                bundle = read_bundle(Path(path).expanduser())
         except BundleError as exc:
             self.notify(str(exc), severity="error", timeout=8, markup=False)
             return
@@ -333,10 +334,9 @@ def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: 
     if what is not None and bundle is None and request is None:
         from kernelscope.bundle.io import read_bundle
 
-        if is_bundle_path(what):
-            bundle = read_bundle(Path(what).expanduser())
-        elif Path(what).expanduser().is_dir():
-            bundle = read_bundle(Path(what).expanduser())  # raises: "not a kernelscope bundle"
+        if is_bundle_path(what) or Path(what).expanduser().is_dir():  # the latter raises: "not a kernelscope bundle"
+            with collector_paused():  # a job's index: thousands of objects that live as long as the app
+                bundle = read_bundle(Path(what).expanduser())
         else:
             from kernelscope.ui.capture_request import CaptureRequest
 

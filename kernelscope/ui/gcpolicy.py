@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import time
+from contextlib import contextmanager
 
 RECLAIM_AFTER = 200  # moves between two reclaims: ~1 MB of frozen garbage at most
 RECLAIM_IDLE = 2.0  # seconds without a move before a reclaim may run
@@ -51,3 +52,18 @@ class MoveGC:
         ms = (time.perf_counter() - t) * 1000
         self.reclaims.append(ms)
         return ms
+
+
+@contextmanager
+def collector_paused():
+    """The cyclic collector off for a burst of allocations that all live on (a job's index read: a Kernel
+    per kernel, its lines, its graphs), and back as it was after: a full collection during it frees nothing
+    and walks everything read so far (15-35 ms of reading a 7,200-kernel index on the 2-core box, before
+    the first frame)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
