@@ -81,8 +81,22 @@ def ref_bundles(tmp_path_factory) -> dict[str, Path]:
 
 
 def _capture_into(out: Path, *args: str) -> None:
-    proc = kernelscope_cmd("capture", *args, "-o", str(out), "-q")
+    """A capture whose cache folder (KERNELSCOPE_CACHE) is ``out``'s sibling ``cache``: the Inductor entries
+    it keeps for the benches that follow are there, for ``seeded_cache``."""
+    proc = kernelscope_cmd("capture", *args, "-o", str(out), "-q", env={"KERNELSCOPE_CACHE": str(out.parent / "cache")})
     assert proc.returncode == 0, proc.stderr
+
+
+def seeded_cache(capture: Path, cache: Path) -> Path:
+    """``cache``, a cache folder for a bench of ``capture`` (made by ``_capture_into``) holding the Inductor
+    entries that capture kept, as a user's cache holds them after a capture: the bench loads the captured
+    graph instead of compiling it again (about 20 s of a CPU bench here). What the bench prints and stores
+    is the same either way: test_bench_cpu_figures pins a bench on its capture's entries as a user has it,
+    and the benches of test_fusion_reasons and the sweeps of test_bench_cpu still compile anew."""
+    from kernelscope.capture import compile_cache
+
+    compile_cache.keep(capture.parent / "cache" / "compile-cache", cache / "compile-cache")
+    return cache
 
 
 @pytest.fixture(scope="session")
@@ -154,13 +168,15 @@ def cpu_recompile_softmax(tmp_path_factory) -> Path:
 
 
 # The fixtures that run a real compile (those above, and those of one test file: a capture, a program run,
-# a bench that runs a bundle's output code): a test that asks for one is slow, marked here so that
-# `-m "not slow"` (make test-fast, the stock-Textual pass) never waits on a compile it did not name.
-# Found by running `-m "not slow"` with CXX=/bin/false: a test that still compiles fails there.
+# a bench that runs a bundle's output code) or start a child that imports torch: a test that asks for one
+# is slow, marked here so that `-m "not slow"` (make test-fast, the stock-Textual pass) never waits on a
+# compile or a torch import it did not name. Found by running `-m "not slow"` with CXX=/bin/false (a test
+# that still compiles fails there) and with a sitecustomize that logs PYTEST_CURRENT_TEST in every
+# process that imports torch; tests that start such a child themselves are marked slow by hand.
 COMPILING_FIXTURES = frozenset({"cpu_add_relu", "previews", "preview_sm90", "cpu_dynamic_softmax",
                                 "cpu_recompile_softmax", "cpu_bench", "opened_cpu_bench", "rbm_capture",
                                 "rbm_benched", "tiny_gpt", "moved_tiny_gpt", "cpu_trace", "graphs_run",
-                                "cancelled_mid_run"})
+                                "cancelled_mid_run", "fullgraph_break"})
 
 
 def pytest_collection_modifyitems(config, items):

@@ -118,6 +118,7 @@ def test_bad_bench_input_is_one_line(ref_bundles, argv, message):
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_kernel_rerun_without_a_gpu_is_one_line(ref_bundles, tmp_path):
     import shutil
 

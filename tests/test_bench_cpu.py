@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from kernelscope.bundle.io import read_bundle
-from tests.conftest import kernelscope_cmd
+from tests.conftest import kernelscope_cmd, seeded_cache
 
 QUICK = ("--reps", "5", "--budget", "0", "--warmup", "2", "--profile-calls", "3")
 
@@ -22,7 +22,7 @@ def cpu_bench(cpu_add_relu, tmp_path_factory):
     root = tmp_path_factory.mktemp("bench")
     bundle = root / "add_relu"
     shutil.copytree(cpu_add_relu, bundle)
-    env = {"KERNELSCOPE_CACHE_DIR": str(root / "cache")}
+    env = {"KERNELSCOPE_CACHE_DIR": str(seeded_cache(cpu_add_relu, root / "cache"))}
     proc = kernelscope_cmd("bench", str(bundle), *QUICK, env=env)
     assert proc.returncode == 0, proc.stderr
     return bundle, proc.stdout, root / "cache"
@@ -197,7 +197,7 @@ def test_bench_no_save_leaves_the_bundle_unchanged(cpu_add_relu, tmp_path):
     shutil.copytree(cpu_add_relu, bundle)
     before = _tree(bundle)
     proc = kernelscope_cmd("bench", str(bundle), "--no-save", *QUICK, "-q",
-                           env={"KERNELSCOPE_CACHE_DIR": str(tmp_path / "cache")})
+                           env={"KERNELSCOPE_CACHE_DIR": str(seeded_cache(cpu_add_relu, tmp_path / "cache"))})
     assert proc.returncode == 0, proc.stderr
     assert "Measured per call (CPU)" in proc.stdout  # the results are printed ...
     assert "not saved (--no-save)" in proc.stderr  # ... and it says they went nowhere
@@ -208,11 +208,12 @@ def test_bench_of_a_read_only_bundle_says_so_and_goes_on(cpu_add_relu, tmp_path)
     bundle = tmp_path / "ro"
     shutil.copytree(cpu_add_relu, bundle)
     before = _tree(bundle)
+    cache = seeded_cache(cpu_add_relu, tmp_path / "c")
     modes = {p: p.stat().st_mode for p in [bundle, *bundle.rglob("*")]}
     for p in [*bundle.rglob("*"), bundle]:
         p.chmod(p.stat().st_mode & ~0o222)
     try:
-        proc = kernelscope_cmd("bench", str(bundle), *QUICK, "-q", env={"KERNELSCOPE_CACHE_DIR": str(tmp_path / "c")})
+        proc = kernelscope_cmd("bench", str(bundle), *QUICK, "-q", env={"KERNELSCOPE_CACHE_DIR": str(cache)})
     finally:
         for p, mode in modes.items():
             p.chmod(mode)

@@ -33,8 +33,8 @@ def training_bundle(tmp_path_factory) -> Path:
     return out
 
 
-def _bench(bundle: Path) -> list[str]:
-    proc = kernelscope_cmd("bench", str(bundle), "--run-bundle-code", *QUICK, env=_env(bundle.parent))
+def _bench(bundle: Path, cache_root: Path) -> list[str]:
+    proc = kernelscope_cmd("bench", str(bundle), "--run-bundle-code", *QUICK, env=_env(cache_root))
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout.splitlines()
 
@@ -44,7 +44,7 @@ def test_training_step_bundle_is_benched_without_a_false_alarm(training_bundle):
     backward = (training_bundle / "graphs" / "0-0-backward" / "output_code.py").read_text()
     # the case this pins: the compiled backward writes into a saved activation its forward returned
     assert "= relu; del relu  # reuse" in backward
-    lines = _bench(training_bundle)
+    lines = _bench(training_bundle, training_bundle.parent)
     verdict = next(x for x in lines if x.startswith("correctness "))
     assert verdict.startswith("correctness OK: "), "\n".join(lines)
     compared = lines[lines.index(verdict) + 1]
@@ -61,7 +61,8 @@ def test_a_copy_with_one_constant_changed_is_caught(training_bundle, tmp_path):
     text = code.read_text()
     first = text.index("beta=1, out=buf2)")  # the second layer's bias, added once: now twice
     code.write_text(text[:first] + "beta=2, out=buf2)" + text[first + len("beta=1, out=buf2)"):])
-    lines = _bench(broken)
+    # the bundle's own cache: its C++ kernels, unchanged in the copy, are loaded, not compiled again
+    lines = _bench(broken, training_bundle.parent)
     verdict = next(x for x in lines if x.startswith("correctness "))
     assert verdict.startswith("correctness MISMATCH: vs a float64 run ("), "\n".join(lines)
     problems = "\n".join(lines[lines.index(verdict) + 2:])

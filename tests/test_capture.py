@@ -109,6 +109,7 @@ def test_user_errors_are_one_line_with_status_2(spec, extra, words, leaves_bundl
     assert _no_litter(tmp_path) == []
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_cuda_without_a_gpu_is_one_line_and_no_bundle(tmp_path):
     proc = kernelscope_cmd("capture", "add_relu", "-o", str(tmp_path / "b"), "--device", "cuda", "-q")
     assert proc.returncode == 2

@@ -107,6 +107,7 @@ def _bundle_alone(tmp_path: Path, get_args_line: str) -> Path:
     ("    arg0_1 = rand_strided((64, ), (-1, ), device='cpu', dtype=torch.float32)", "negative stride"),
     ("    arg0_1 = rand_strided((1000000000000000000000000000000, ), (1, ), device='cpu', dtype=torch.float32)", "more than the"),
 ])
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_bench_run_bundle_code_of_bad_inputs_is_one_line(tmp_path, line, words):
     b = _bundle_alone(tmp_path, line)
     proc = kernelscope_cmd("bench", str(b), "--run-bundle-code", "--device", "cpu", "-q",

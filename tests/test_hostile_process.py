@@ -95,6 +95,7 @@ def _work(temp: Path) -> list[str]:
 
 
 @linux_only
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_a_parent_killed_with_sigkill_leaves_no_child_and_the_next_start_sweeps(tmp_path):
     parent, child, out, temp = _start_slow_capture(tmp_path)
     assert _state(child) not in (None, "Z") and _staging(out) and _work(temp)  # mid-capture
@@ -112,6 +113,7 @@ def test_a_parent_killed_with_sigkill_leaves_no_child_and_the_next_start_sweeps(
 
 @linux_only
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_ctrl_c_sigterm_sighup_of_the_parent_end_the_child(tmp_path, sig):
     parent, child, out, temp = _start_slow_capture(tmp_path)
     parent.send_signal(sig)

@@ -136,6 +136,7 @@ def test_preview_of_graph_constants_and_benchmarked_padding(tmp_path, name, kern
     assert (note is None) or any(note in n for n in b.notes), b.notes
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_preview_of_a_training_step_is_refused_in_one_line(tmp_path):
     """Autograd over FakeTensors on 'cuda' aborts a CPU-only torch (no CUDA device guard): refused
     before compiling, one line, no bundle."""

@@ -18,6 +18,7 @@ def _in_child(code: str) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_torch_names_the_capture_listens_to_still_exist():
     out = _in_child(
         "import logging, torch, torch._inductor.graph, torch._inductor.codecache, torch._inductor.exc, "
@@ -63,6 +64,7 @@ def test_triton_backend_for_an_arch_has_every_stage():
     assert second == "8"
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_torch_names_the_bench_uses_still_exist():
     out = _in_child(
         "import importlib, logging, torch\n"

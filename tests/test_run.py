@@ -138,6 +138,7 @@ def test_ctrl_c_mid_run_keeps_a_good_bundle(tmp_path):
     assert _alive_with("ks-run-sigint") == []
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_crashing_script_leaves_failed_bundle_with_traceback(tmp_path):
     out = tmp_path / "out"
     proc = kernelscope_cmd("run", "--no-ui", "-o", str(out), "--", sys.executable, LOOP, "--pointwise",
@@ -303,6 +304,7 @@ def test_print_of_a_record_says_what_it_records_where_and_how_far(tmp_path):
         f"-> {out}, replacing a bundle there (force=True) (not started)>")
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_record_private_torch_names_still_exist():
     """What capture/recorder.py reaches into (it degrades to nothing without them; this says when)."""
     code = ("import torch, torch._inductor.config as ic, torch._functorch.config as fc\n"

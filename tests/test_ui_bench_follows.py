@@ -9,6 +9,7 @@ import shutil
 
 from kernelscope.bundle.model import Bundle
 from kernelscope.ui.story import story
+from tests.conftest import seeded_cache
 
 
 def test_p_after_a_bench_in_the_explorer_shows_it(cpu_add_relu, tmp_path, monkeypatch):
@@ -19,7 +20,7 @@ def test_p_after_a_bench_in_the_explorer_shows_it(cpu_add_relu, tmp_path, monkey
 
     bundle = tmp_path / "add_relu"
     shutil.copytree(cpu_add_relu, bundle)
-    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(seeded_cache(cpu_add_relu, tmp_path / "cache")))
     monkeypatch.setenv("KERNELSCOPE_DEVICE", "cpu")
 
     async def counts_text(pilot) -> str:

@@ -87,6 +87,7 @@ def _run_capture(request, steps, monkeypatch):
     asyncio.run(run())
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_a_fullgraph_failure_marks_compile_not_collect_and_names_the_checkbox(monkeypatch):
     from kernelscope.ui.capture_request import CaptureRequest
     from kernelscope.ui.screens.capture import CaptureScreen
@@ -101,6 +102,7 @@ def test_a_fullgraph_failure_marks_compile_not_collect_and_names_the_checkbox(mo
     _run_capture(CaptureRequest(target="graph_break", fullgraph=True, device="cpu"), steps, monkeypatch)
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_a_cancel_leaves_the_phase_it_stopped_without_a_tick(monkeypatch):
     from kernelscope.ui.capture_request import CaptureRequest
     from kernelscope.ui.screens.capture import CaptureScreen

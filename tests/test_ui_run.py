@@ -176,6 +176,7 @@ def test_quitting_the_ui_while_the_program_runs_stops_it(tmp_path):
     assert (out / "bundle.json").is_file()  # what it had is written, as for Cancel
 
 
+@pytest.mark.slow  # starts a child that imports torch (seconds)
 def test_crashing_program_shows_its_error_and_opens_the_failed_bundle(tmp_path):
     out = tmp_path / "out"
     job = loop_job(out, "ks-ui-run-crash", "--crash-at", "0")
