@@ -4,6 +4,10 @@
 #   make test-fast   set up, lint, the tests that compile nothing (-m "not slow"): the edit loop
 VPY := .venv/bin/python
 PYTEST_ARGS ?=
+# Python writes its bytecode (and pytest its assert-rewritten test modules) into __pycache__ as it does by
+# default, even where the shell turned that off: otherwise every pytest worker and each of the suite's
+# hundreds of kernelscope children compiles the same sources again (8 s of every collection on 2 cores).
+unexport PYTHONDONTWRITEBYTECODE
 # Every core (pytest-xdist), one test file per worker at a time: a file's module fixtures are made once, and
 # the captures several files share are made once per run (tests/conftest.py's built_once). XDIST= runs serially.
 XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
