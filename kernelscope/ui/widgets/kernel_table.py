@@ -19,10 +19,10 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
-from kernelscope.bundle.symbolic import moved_per_call
 from kernelscope.ui.first_frame import eager_rows, once_drawn
 from kernelscope.ui.textual_private.data_table import FastTableRows
 from kernelscope.ui.textual_private.scrollbars import StableScrollbars
+from kernelscope.ui.widgets.kernel_cells import display_name, feeds_next, kernel_moved, moved_cell
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
 
@@ -30,21 +30,6 @@ GRAPH_ROW = "graph:"
 MIN_NAME = 12  # the name column's narrowest width
 OPEN_ALL_KERNELS = 400  # up to this many kernels (and graphs below) every graph starts unfolded
 OPEN_ALL_GRAPHS = 12
-
-
-def kernel_moved(k: Kernel) -> int | None:
-    r, w = k.bytes_read, k.bytes_written
-    return None if r is None or w is None else r + w
-
-
-def moved_cell(k: Kernel, graph: Graph | None) -> str:
-    """Bytes moved per launch; for a symbolic kernel, per call of its graph (one value, or the range)."""
-    moved = kernel_moved(k)
-    per_call = moved_per_call(k, graph) if moved is None else []
-    if per_call:
-        lo, hi = min(per_call), max(per_call)
-        return short_bytes(lo) if lo == hi else f"{short_bytes(lo)}–{short_bytes(hi)}"
-    return short_bytes(moved)
 
 
 class KernelTable(StableScrollbars, FastTableRows, DataTable):
@@ -96,6 +81,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self._moved_of: dict[str, str] = {}  # a graph row's bytes-moved cell, worked out once
         self._name_width: int | None = None  # the name column's width now; None: names in full
         self._other_widths: dict[str, int] = {}  # the other columns' widest cells (see _measure_other_widths)
+        self._rows_made = 0  # counts the row sets built: what was measured of one is kept (see _measured)
+        self._measured: tuple[int, int, int] | None = None  # (rows made, other columns' cells, longest name)
         self._files_of_lines = 0  # how many files the kernels' user lines are in
 
     def on_mount(self) -> None:
@@ -153,6 +140,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.clear()
         self._row_ids = self._visible()
         self._later = []
+        self._rows_made += 1
         if eager is not None and len(self._row_ids) > eager:
             self._row_ids, self._later = self._row_ids[:eager], self._row_ids[eager:]
         self.rows_to_come = len(self._later)
@@ -186,6 +174,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         if not later:
             return
         self.rows_to_come = 0
+        self._rows_made += 1
         self._add_rows(later)
         self._row_of.update((key, i) for i, key in enumerate(later, len(self._row_ids)))
         self._row_ids += later
@@ -233,6 +222,16 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     def _measure_other_widths(self) -> int:
         """Cells taken by every column but the name (padding included), from the rows about to be shown (those
         built once the first frame is drawn too: the first frame's columns are the settled ones)."""
+        return self._measure()[0]
+
+    def _measure(self) -> tuple[int, int]:
+        """The other columns' cells and the longest name of the rows shown, measured once per row set (the
+        first layout's fit asks again: a job's thousand graph rows)."""
+        if self._measured is None or self._measured[0] != self._rows_made:
+            self._measured = (self._rows_made, self._measure_others(), self._longest_name())
+        return self._measured[1], self._measured[2]
+
+    def _measure_others(self) -> int:
         widths = {"mark": 1}
         for key in self._row_ids + self._later:
             if key.startswith(GRAPH_ROW):
@@ -248,14 +247,17 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                 total += max(widths.get(key.value, 0), len(column.label.plain)) + 2 * self.cell_padding
         return total
 
-    def _wanted_width(self, others: int) -> int | None:
-        """The name column's width for the shown rows: None (names in full) when they fit."""
+    def _longest_name(self) -> int:
         keys = self._row_ids + self._later
         kernels = [self.kernels[key] for key in keys if not key.startswith(GRAPH_ROW)]
         graphs = [self.graphs[key[len(GRAPH_ROW):]] for key in keys if key.startswith(GRAPH_ROW)]
-        longest = max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in kernels]
-                      + [len(self._graph_label(g).plain) for g in graphs]  # a graph row's label whole where it fits
-                      + [len(self.columns[ColumnKey("name")].label.plain)])
+        return max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in kernels]
+                   + [len(self._graph_label(g).plain) for g in graphs]  # a graph row's label whole where it fits
+                   + [len(self.columns[ColumnKey("name")].label.plain)])
+
+    def _wanted_width(self, others: int) -> int | None:
+        """The name column's width for the shown rows: None (names in full) when they fit."""
+        longest = self._measure()[1]
         width = self.scrollable_content_region.width
         # Not laid out yet (loaded in on_mount): the narrowest names, so that the first layout gives the table
         # the vertical scrollbar it needs and no horizontal one, which its real width (on Resize) would take
@@ -430,21 +432,3 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                          + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
         self.app.copy_to_clipboard("\n".join(lines) + "\n")
         self.notify(f"copied {plural(n, 'kernel')} as TSV (OSC 52)", timeout=2)
-
-
-def feeds_next(bundle: Bundle, graph: Graph, kernels: list[Kernel]) -> set[str]:
-    """The kernels of one graph whose result the next kernel of the list reads through memory (not fused)."""
-    from kernelscope.report.why import graph_pairs
-
-    pairs = {(p.get("producer"), p.get("consumer")) for p in graph_pairs(bundle, graph)}
-    return {a.id for a, b in zip(kernels, kernels[1:]) if (a.id, b.id) in pairs}
-
-
-def display_name(k: Kernel) -> str:
-    """The name as the table shows it: an extern call without the wrapper's namespace
-    (``extern_kernels.mm`` -> ``mm``, ``torch.ops.aten.foo.default`` -> ``aten.foo``; the kind column
-    says it is extern), a generated kernel as it is."""
-    if k.lang != "extern":
-        return k.name
-    name = k.name.removeprefix("extern_kernels.").removeprefix("torch.ops.")
-    return name.removesuffix(".default") or k.name
