@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kernelscope.bundle.bench_record import measured_device
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.units import plural
 
@@ -99,7 +100,7 @@ def story(bundle: Bundle) -> Story:
         s.inputs = tuple(str(x) for x in inputs) if isinstance(inputs, list) else ()
         dev = run.get("device") if isinstance(run.get("device"), dict) else {}
         measured_on = str(dev.get("device") or "")
-        name = dev.get("cpu_model") or dev.get("device_name") if measured_on == "cpu" else dev.get("device_name")
+        name = measured_device(dev)
         s.device = (f"CPU ({name})" if name else "CPU") if measured_on == "cpu" else str(name or measured_on)
         captured_on = str(run.get("captured_on") or "")
         preview = bundle.preview if isinstance(getattr(bundle, "preview", None), dict) else None
