@@ -14,9 +14,13 @@ XDIST ?= -n auto --dist loadfile --no-loadscope-reorder
 # The UI tests once more on Textual's stock widgets (kernelscope/ui/textual_private off), so the path any
 # other Textual takes is tested on every change; no torch compiles (-m "not slow"). Only what the fast paths
 # change (what is drawn, when, and with which styles): not the tests of a capture's or a run's child process
-# seen from the UI, nor of the UI's imports.
-UI_TESTS := $(filter-out tests/test_ui_imports.py tests/test_ui_run.py tests/test_ui_capture.py, \
+# seen from the UI, nor of the UI's imports, nor what keys do (test_ui_keys, test_ui_explorer: the same
+# actions either way), nor the pure pieces (test_ui_textdoc), nor the bench view's child. Its files are
+# few and one is long, so test by test on the workers (--dist loadgroup: test_ui_snapshots's on one).
+UI_TESTS := $(filter-out tests/test_ui_imports.py tests/test_ui_run.py tests/test_ui_capture.py \
+              tests/test_ui_keys.py tests/test_ui_explorer.py tests/test_ui_textdoc.py tests/test_ui_bench_follows.py, \
               $(wildcard tests/test_ui_*.py)) tests/test_textual_private.py
+STOCK_XDIST ?= -n auto --dist loadgroup
 
 .PHONY: setup demo test test-fast lint ui gpu-test
 
@@ -36,7 +40,7 @@ lint: setup
 
 test: lint
 	$(VPY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
-	KERNELSCOPE_TEXTUAL_FAST=0 $(VPY) -m pytest -q $(XDIST) -m "not slow" $(UI_TESTS)
+	KERNELSCOPE_TEXTUAL_FAST=0 $(VPY) -m pytest -q $(STOCK_XDIST) -m "not slow" $(UI_TESTS)
 
 test-fast: lint
 	$(VPY) -m pytest -q $(XDIST) -m "not slow" $(PYTEST_ARGS)

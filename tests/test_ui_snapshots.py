@@ -16,6 +16,9 @@ from .conftest import REFERENCE
 
 SMALL = (80, 24)
 LARGE = (160, 48)
+# Every test here on one pytest-xdist worker under --dist loadgroup (make test's stock-Textual pass): the
+# module fixtures below remake one fixed folder in /tmp, which two workers would remake under each other.
+pytestmark = pytest.mark.xdist_group("snapshots-fixed-tmp-paths")
 
 
 async def highlighted(pilot):
