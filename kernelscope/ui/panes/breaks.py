@@ -29,24 +29,24 @@ class BreaksPane(Pane):
     def load(self) -> None:
         breaks = self.query_one(OptionList)
         b = self.explorer.bundle
-        options = []
+        rows: list[tuple[str, str]] = []  # (text, option id); a job's hundreds made options as they are added
         for i, gb in enumerate(b.graph_breaks):
             where = f"{base_name(gb.file)}:{gb.line}" if gb.file else "?"
-            options.append(Option(Content(f"⚠ break  {where}  {gb.reason}" + (f"  [{gb.code}]" if gb.code else "")),
-                                  id=f"break:{i}"))
+            rows.append((f"⚠ break  {where}  {gb.reason}" + (f"  [{gb.code}]" if gb.code else ""), f"break:{i}"))
         for i, r in enumerate(b.recompiles):
             where = f"{base_name(r.file)}:{r.line}" if r.file else "?"
-            options.append(Option(Content(f"↻ recompile {r.compile_id}  {where}  {r.reason}"), id=f"recompile:{i}"))
+            rows.append((f"↻ recompile {r.compile_id}  {where}  {r.reason}", f"recompile:{i}"))
             if r.guard:
-                options.append(Option(Content(failed_guard_text(r.guard)), id=f"guard:{i}"))
-        if options:
-            # A job's hundreds of breaks: the list wraps every option it holds to know its height, so the
-            # ones below the first frame's are added once it is drawn (ui/first_frame.py).
+                rows.append((failed_guard_text(r.guard), f"guard:{i}"))
+        if rows:
+            # The list wraps every option it holds to know its height, so of a job's hundreds of breaks the ones
+            # below the first frame's are added once it is drawn (ui/first_frame.py).
             eager = eager_rows(self, 1 / 3 if getattr(self.explorer, "layout_mode", "") == "wide" else 1.0)
-            breaks.add_options(options[:eager])
+            breaks.add_options([Option(Content(text), id=oid) for text, oid in rows[:eager]])
             breaks.highlighted = 0
-            if len(options) > eager:
-                once_drawn(breaks, lambda: breaks.add_options(options[eager:]))
+            if len(rows) > eager:
+                once_drawn(breaks, lambda: breaks.add_options([Option(Content(text), id=oid)
+                                                               for text, oid in rows[eager:]]))
         else:
             breaks.add_option(Option("✓ no graph breaks and no recompiles: Dynamo captured it whole",
                                      disabled=True))
