@@ -873,7 +873,11 @@ def test_the_bench_views_sentences_wrap_so_their_numbers_show_at_80_columns():
         shown = app.screen.query_one("#bench-scroll").size.width - 2  # the text's padding
         assert any(f"{compile_s} s)" in line and len(line) <= shown for line in lines), lines
         cpu = next(i for i, line in enumerate(lines) if line.startswith("CPU: "))
-        assert len(lines[cpu]) <= shown and lines[cpu + 1].strip().startswith("(20"), lines[cpu:cpu + 2]
+        # the header's facts wrap whole: no "python" at one line's end and its version on the next
+        header = lines[cpu:cpu + 2]
+        assert all(len(line) <= shown for line in header), header
+        assert any("python 3.11.7" in line for line in header), header
+        assert any(line.strip().startswith("(20") or "  (20" in line for line in header), header
         table = next(line for line in lines if line.split()[:2] == ["eager", "1"] and " ms" in line)
         assert "  " in table.strip()  # the table rows keep their columns
 

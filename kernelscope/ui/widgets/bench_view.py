@@ -301,12 +301,16 @@ class BenchView(Vertical):
 
 
 _COLUMN_GAP = re.compile(r"\S {2,}(?=\S)")
+_FACT_GAP = re.compile(r" {2,}")
 # A number and its unit stay on one line ("3.2" / "µs" read as two facts): joined while wrapping.
 _NUMBER_UNIT = re.compile(r"(\d) (?=(?:µs|ms|ns|s|B|KB|MB|GB|GB/s|TB/s|MHz|W|C)(?:\W|$))")
 
 
 def _wrap(text: str, width: int, **kwargs) -> list[str]:
     joined = _NUMBER_UNIT.sub("\\1\u00a0", text)
+    if "  " in joined:  # facts set apart by two spaces (the header's "python 3.11.7"): each kept whole
+        joined = "  ".join(fact.replace(" ", "\u00a0") if len(fact) <= width // 2 else fact
+                           for fact in _FACT_GAP.split(joined))
     return [line.replace("\u00a0", " ") for line in textwrap.wrap(joined, width, break_on_hyphens=False,
                                                                   break_long_words=False, **kwargs)]
 
