@@ -327,6 +327,33 @@ def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(
     assert b.graphs[0].fusion_pairs == [] and any("401-digit number, past any count kernelscope writes; that graph's not-fused pairs are left out" in n for n in b.notes)
 
 
+@pytest.mark.parametrize("change, words", [
+    (lambda m: m["kernels"][0].__setitem__("name", 5), "bundle.kernels[0].name"),
+    (lambda m: m["kernels"][3].__setitem__("name", None), "bundle.kernels[3].name"),
+    (lambda m: m["kernels"][2].pop("name"), "bundle.kernels[2] has no name"),
+    (lambda m: m["kernels"].__setitem__(1, "k"), "bundle.kernels[1] should be an object"),
+    (lambda m: m["kernels"][4].__setitem__("launches", "1"), "bundle.kernels[4].launches"),
+    (lambda m: m["kernels"][5].__setitem__("user_lines", [True]), "bundle.kernels[5].user_lines"),
+    (lambda m: m["kernels"][6].__setitem__("user_lines", [len(m["lines"])]),
+     "bundle.kernels[6].user_lines names a line the bundle's lines table does not have"),
+    (lambda m: m["kernels"][7].__setitem__("user_lines", [-1]), "bundle.kernels[7].user_lines names a line"),
+])
+def test_a_damaged_kernel_entry_of_a_jobs_index_is_named(job, tmp_path, change, words):
+    """The index's kernel columns are type-checked all at once; the entry at fault is still the one named."""
+    from kernelscope.bundle.model import BundleError
+
+    _, bundle = job
+    copy = tmp_path / "b"
+    copy.mkdir()
+    m = json.loads((bundle / "bundle.json").read_text())
+    assert all(k.get("name") for k in m["kernels"][:8])  # the cases above change a kernel that has them
+    change(m)
+    (copy / "bundle.json").write_text(json.dumps(m))
+    with pytest.raises(BundleError) as err:
+        read_bundle(copy)
+    assert words in str(err.value), str(err.value)
+
+
 def test_report_json_is_strict_json(tmp_path):
     copy = tmp_path / "b"
     shutil.copytree(REPO / "tests" / "fixtures" / "gpu" / "softmax_bench_cpu", copy)

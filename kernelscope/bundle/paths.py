@@ -37,14 +37,15 @@ def check_paths(bundle: Bundle, relpaths: list[str]) -> None:
 
 # What a control character (not tab or newline) can look like in JSON text that json.loads took (raw
 # control bytes are refused there, outside a string they are whitespace): a \u escape, the short escapes
-# \b \f \r, DEL raw, a C1 character raw (UTF-8 0xc2 0x80-0x9f). Looked for with ``in`` (C speed) first.
-_U_CONTROL = re.compile(rb"\\u00[01][0-9a-fA-F]|\\u007[fF]|\\u00[89][0-9a-fA-F]")
+# \b \f \r, DEL raw, a C1 character raw (UTF-8 0xc2 0x80-0x9f).
+_ESCAPED_CONTROL = re.compile(rb"\\(?:[bfr]|u00[01][0-9a-fA-F]|u007[fF]|u00[89][0-9a-fA-F])")
 _C1_RAW = re.compile(rb"\xc2[\x80-\x9f]")
 
 
 def _may_hold_controls(raw: bytes) -> bool:
-    return (b"\x7f" in raw or b"\\b" in raw or b"\\f" in raw or b"\\r" in raw
-            or (b"\\u00" in raw and _U_CONTROL.search(raw) is not None)
+    # One regex pass for the escapes: ``b"\\b" in raw`` and its like took ~20 ms each on an 8.8 MB index
+    # (CPython's two-byte search), a regex led by the backslash 2-7 ms for all of them.
+    return (b"\x7f" in raw or _ESCAPED_CONTROL.search(raw) is not None
             or (b"\xc2" in raw and _C1_RAW.search(raw) is not None))
 
 

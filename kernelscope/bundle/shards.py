@@ -23,6 +23,7 @@ import math
 import os
 import re
 import threading
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
@@ -288,30 +289,38 @@ _TYPES = {"str": (str,), "int": (int,), "bool": (bool,), "str|None": (str, type(
           "int|None": (int, type(None))}
 
 
+_REQUIRED = ("id", "graph", "name", "kind", "lang", "launch_index")
+
+
 def _check_kernel_columns(entries: list[Any]) -> None:
     """Every kernel entry of the index type-checked field by field across all of them at once (one pass per
     field at C speed where every value has its plain type); a bad value is named as
     ``bundle.kernels[i].field``, by the one-value check."""
     from kernelscope.bundle.validate import _hints
 
-    for i, entry in enumerate(entries):
-        if type(entry) is not dict:
-            raise BundleError(f"bundle.kernels[{i}] should be an object")
+    if set(map(type, entries)) - {dict}:
+        i = next(i for i, entry in enumerate(entries) if type(entry) is not dict)
+        raise BundleError(f"bundle.kernels[{i}] should be an object")
     hints = {**_hints(Kernel), **_FIGURE_HINTS, "user_lines": "list[int]"}
     missing = object()
     for name, hint in hints.items():
         if name in KERNEL_DETAIL and name not in _FIGURE_HINTS:
             continue  # detail fields are checked when their detail file is read
         allowed = _TYPES.get(hint.replace(" ", ""))
-        values = [e.get(name, missing) for e in entries]
-        if allowed is not None and all(type(v) in allowed or v is missing for v in values):
+        # Gathered at C speed (map over dict.get with its default): a pass of Python per entry and field
+        # was ~100 ms of a 15,600-kernel index's read.
+        values = list(map(dict.get, entries, repeat(name), repeat(missing)))
+        types = set(map(type, values)) - {object}
+        if name in _REQUIRED and missing in values:
+            types.add(object)  # the one-value check names the entry
+        if allowed is not None and types <= set(allowed):
             continue
-        if hint == "list[int]" and all(v is missing or (type(v) is list and all(type(x) is int for x in v))
-                                       for v in values):
+        if hint == "list[int]" and types <= {list} and set(
+                map(type, chain.from_iterable([v for v in values if v is not missing]))) <= {int}:
             continue
         for i, v in enumerate(values):
             if v is missing:
-                if name in ("id", "graph", "name", "kind", "lang", "launch_index"):
+                if name in _REQUIRED:
                     raise BundleError(f"bundle.kernels[{i}] has no {name}")
                 continue
             _check(v, hint, f"bundle.kernels[{i}].{name}")
@@ -366,10 +375,13 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
         d.update(entry)
         for key in entry.keys() - known:  # index-only figures, line ids, and anything a hand put there
             del d[key]
-        ids = entry.get("user_lines") or []
-        if ids and any(not 0 <= x < n_lines for x in ids):
-            raise BundleError(f"bundle.kernels[{i}].user_lines names a line the bundle's lines table does not have")
-        d["user_lines"] = [line_table[x] for x in ids]
+        ids = entry.get("user_lines")
+        if ids:
+            if min(ids) < 0 or max(ids) >= n_lines:
+                raise BundleError(f"bundle.kernels[{i}].user_lines names a line the bundle's lines table does not have")
+            d["user_lines"] = [line_table[x] for x in ids]
+        else:
+            d["user_lines"] = []
         d["_index"] = {"bytes_read": entry.get("bytes_read"), "bytes_written": entry.get("bytes_written"),
                        "bytes_bound": entry.get("bytes_bound", False), "fx_nodes": entry.get("fx_nodes", 0)}
         kernels.append(k)
