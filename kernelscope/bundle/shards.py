@@ -363,27 +363,28 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
     if not isinstance(entries, list):
         raise BundleError(f"bundle.kernels should be a list, not {type(entries).__name__}")
     _check_kernel_columns(entries)
-    known = set(_KERNEL_INDEX)
+    known = set(_KERNEL_INDEX) | {"_index", "user_lines"}
     n_lines = len(line_table)
     defaults = _kernel_defaults()
     kernels: list[Kernel] = []
     new = object.__new__
     for i, entry in enumerate(entries):
-        k = new(Kernel)
-        d = k.__dict__
-        d.update(defaults)
-        d.update(entry)
-        for key in entry.keys() - known:  # index-only figures, line ids, and anything a hand put there
-            del d[key]
-        ids = entry.get("user_lines")
+        d = {**defaults, **entry}
+        pop = d.pop
+        d["_index"] = {"bytes_read": pop("bytes_read", None), "bytes_written": pop("bytes_written", None),
+                       "bytes_bound": pop("bytes_bound", False), "fx_nodes": pop("fx_nodes", 0)}
+        if not d.keys() <= known:  # anything else a hand put there
+            for key in d.keys() - known:
+                del d[key]
+        ids = d.get("user_lines")
         if ids:
             if min(ids) < 0 or max(ids) >= n_lines:
                 raise BundleError(f"bundle.kernels[{i}].user_lines names a line the bundle's lines table does not have")
             d["user_lines"] = [line_table[x] for x in ids]
         else:
             d["user_lines"] = []
-        d["_index"] = {"bytes_read": entry.get("bytes_read"), "bytes_written": entry.get("bytes_written"),
-                       "bytes_bound": entry.get("bytes_bound", False), "fx_nodes": entry.get("fx_nodes", 0)}
+        k = new(Kernel)
+        k.__dict__ = d
         kernels.append(k)
     b.kernels = kernels
     check_references(b)

@@ -56,6 +56,7 @@ _FAST = {"str": (str,), "int": (int,), "bool": (bool,), "str|None": (str, type(N
          "int | None": (int, type(None)), "bool | None": (bool, type(None))}
 # Lists of plain items (a kernel's FX node names, ids): every item checked in one pass at C speed.
 _PLAIN_LISTS = {"list[str]": str, "list[int]": int}
+_PLAIN_DICTS = {"dict[str,str]": str, "dict[str,int]": int, "dict[str, str]": str, "dict[str, int]": int}
 
 
 def _check(value: Any, hint: str, where: str) -> None:
@@ -63,7 +64,10 @@ def _check(value: Any, hint: str, where: str) -> None:
     if type(value) in _FAST.get(hint, ()):  # most fields: one look
         return
     item = _PLAIN_LISTS.get(hint)
-    if item is not None and type(value) is list and all(type(x) is item for x in value):
+    if item is not None and type(value) is list and set(map(type, value)) <= {item}:
+        return
+    item = _PLAIN_DICTS.get(hint)
+    if item is not None and type(value) is dict and set(map(type, value.values())) <= {item}:
         return
     if hint == "Any" and type(value) in _SCALARS:
         return  # nothing nested to measure
