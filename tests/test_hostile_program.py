@@ -201,6 +201,17 @@ def test_the_next_start_kills_processes_of_a_dead_owners_job():
         mine.wait()
 
 
+def test_a_marker_naming_no_possible_process_is_left_alone():
+    odd = subprocess.Popen(["sleep", "300"], env={**os.environ, lifeline.JOB_MARKER: "99999999999999999999-x"})
+    try:
+        _wait_for_environ(odd.pid, lifeline.JOB_MARKER)
+        lifeline.sweep_orphaned_jobs()  # raised OverflowError from os.kill: every capture's start failed
+        assert odd.poll() is None
+    finally:
+        odd.kill()
+        odd.wait()
+
+
 def test_the_subreaper_adopts_a_double_forked_daemon():
     if not lifeline.become_subreaper():
         pytest.skip("no PR_SET_CHILD_SUBREAPER here")

@@ -257,6 +257,9 @@ def _children_since(since: int, exclude: set[int]) -> list[tuple[int, bytes]]:
     return found
 
 
+_PID_MAX = 1 << 22  # Linux's largest pid_max
+
+
 def sweep_orphaned_jobs() -> None:
     """Kill what a job of a kernelscope process that died (kill -9) left running: processes whose marker
     (``PID-HEX``) names a process that is gone. Their program died with it (parent-death signal); this
@@ -269,6 +272,8 @@ def sweep_orphaned_jobs() -> None:
             owner = int(marker.split(b"-", 1)[0])
         except (OSError, ValueError):
             continue
+        if not 0 < owner <= _PID_MAX:
+            continue  # no process's id: not a marker kernelscope wrote (os.kill would overflow on it)
         if owner != os.getpid() and not _alive(owner):
             try:
                 os.kill(pid, signal.SIGKILL)

@@ -35,6 +35,9 @@ def parse_placeholders(graph_text: str) -> dict[str, tuple[list[Any], list[Any],
     return annotated_tensors(m.group(1)) if m else {}
 
 
+_INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits only: str.isdigit takes "²", which int() refuses
+
+
 def split_dims(text: str) -> list[Any]:
     """``"4, s0, 8L"`` as ``[4, "s0", 8]``: numbers as ints (C++'s ``L`` suffix dropped), symbols as text."""
     dims: list[Any] = []
@@ -42,7 +45,7 @@ def split_dims(text: str) -> list[Any]:
         part = part.strip()
         if part:
             number = part.removesuffix("L")
-            dims.append(int(number) if number.lstrip("-").isdigit() else part)
+            dims.append(int(number) if _INTEGER.fullmatch(number) else part)
     return dims
 
 

@@ -10,7 +10,9 @@ from kernelscope.bundle.model import UserLine
 _FILE_COMMENT = re.compile(r"^\s*# File: (.+?):(\d+) in ([^,]+), code: (.*)$")
 _NODE_LINE = re.compile(r"^\s*(\w+)(?::\s*\"[^\"]*\")?\s*=\s*(.*)$")
 _FRAGMENT_NODE = re.compile(r"#\s+%(\w+) : .*?= call_function\[target=([\w.]+)\]")
-_STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)\n\s*(.*)')
+# A frame's code is the indented line under it, when there is one: a frame printed without its source
+# (a file not on disk) is followed by the next frame or the exception, neither of which is its code.
+_STACK_FRAME = re.compile(r'File "([^"]+)", line (\d+), in ([^\n]+)(?:\n(?![ \t]*File ")[ \t]+([^\n]*))?')
 
 
 @dataclass
