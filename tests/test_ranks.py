@@ -188,3 +188,35 @@ def test_after_a_bench_the_job_view_gives_each_compiles_device_time(tmp_path):
     total = sum(r["us"] for r in rows)
     shown = f"{total:.1f} µs" if total < 1000 else f"{total / 1000:.2f} ms"
     assert f"device time (bench)       {shown}" in out, out
+
+
+def _log_starting(path: Path, stamp: str, rank: int) -> None:
+    import json
+
+    path.write_text(f"V{stamp} 1234 torch/_logging/structured.py:28] "
+                    + json.dumps({"dynamo_start": {"stack": []}, "rank": rank, "frame_id": 0,
+                                  "frame_compile_id": 0, "attempt": 0}) + "\n")
+
+
+@pytest.mark.parametrize("first, second", [("0430 23:59:59.000000", "0501 00:00:01.000000"),
+                                           ("0228 23:59:59.000000", "0301 00:00:01.000000"),
+                                           ("1231 23:59:59.000000", "0101 00:00:01.000000")])
+def test_ranks_that_start_two_seconds_apart_across_a_month_or_year_end_are_one_job(tmp_path, first, second):
+    from kernelscope.report.trace_folder import sort_folder
+
+    _log_starting(tmp_path / "dedicated_log_torch_trace_rank_0_x.log", first, 0)
+    _log_starting(tmp_path / "dedicated_log_torch_trace_rank_1_y.log", second, 1)
+    folder = sort_folder(tmp_path)
+    assert sorted(folder.ranks) == [0, 1] and not folder.notes, folder.notes
+
+
+def test_two_runs_of_a_job_in_one_folder_are_not_mixed_rank_by_rank(tmp_path):
+    from kernelscope.report.trace_folder import sort_folder
+
+    for rank, suffix, stamp in ((0, "zzz", "0501 10:00:00.000000"), (1, "aaa", "0501 10:00:01.000000"),  # run A
+                                (0, "aaa", "0501 10:20:00.000000"), (1, "zzz", "0501 10:20:01.000000")):  # run B
+        _log_starting(tmp_path / f"dedicated_log_torch_trace_rank_{rank}_{suffix}.log", stamp, rank)
+    folder = sort_folder(tmp_path)
+    kept = {r: [p.name for p in paths] for r, paths in folder.ranks.items()}
+    assert kept == {0: ["dedicated_log_torch_trace_rank_0_aaa.log"], 1: ["dedicated_log_torch_trace_rank_1_zzz.log"]}
+    assert any("rank 1 has 2 logs: kept dedicated_log_torch_trace_rank_1_zzz.log" in n for n in folder.notes)

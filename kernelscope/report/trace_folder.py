@@ -7,6 +7,7 @@ is said in one note; nothing here raises on a strange file. Each log's head is r
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 from dataclasses import dataclass, field
@@ -100,10 +101,11 @@ def sort_folder(trace: Path, rank: int | None = None) -> SortedFolder:
         out.not_traces = [f"{h.path.name}: {h.why_not}" for h in foreign]
         return out
     heads = [h for h in heads if h.is_trace]
-    jobs = _jobs(heads)
+    at = _start_seconds(heads)
+    jobs = _jobs(heads, at)
     if len(jobs) > 1:
         keep = next((j for j in jobs if rank is not None and any(h.rank == rank for h in j)), None) \
-            or max(jobs, key=lambda j: (len({h.rank for h in j}), _seconds(j[0].stamp)))
+            or max(jobs, key=lambda j: (len({h.rank for h in j}), at.get(id(j[0]), 0.0)))
         left = [h for j in jobs if j is not keep for h in j]
         out.notes.append(
             f"this folder holds logs of {len(jobs)} runs started apart (a job's ranks start together): opened "
@@ -118,7 +120,7 @@ def sort_folder(trace: Path, rank: int | None = None) -> SortedFolder:
             out.notes.append(f"{h.path.name}: its records say rank {h.record_rank}, its name rank {h.name_rank}: read "
                              f"as rank {h.name_rank} (a copied or renamed log?)")
     if len([r for r in by_rank if r is not None]) > 1 or rank is not None:
-        out.notes += _one_log_per_rank(by_rank)
+        out.notes += _one_log_per_rank(by_rank, at)
     out.ranks = {r: [h.path for h in logs] for r, logs in by_rank.items()}
     return out
 
@@ -133,16 +135,20 @@ def _walk(trace: Path) -> tuple[list[Path], list[str]]:
     return logs, sorted(p.name for p in files if not p.name.endswith(".log"))
 
 
-def _one_log_per_rank(by_rank: dict[int | None, list[LogHead]]) -> list[str]:
+def _one_log_per_rank(by_rank: dict[int | None, list[LogHead]], at: dict[int, float]) -> list[str]:
     """A job writes one log per rank: where a rank has several, keep the one that started nearest the other
-    ranks' logs (the rest belong to another job, or an earlier run) and say which were left out."""
+    ranks' logs (the rest belong to another job, or an earlier run) and say which were left out. Where every
+    rank has several, the lowest rank's latest run is the one kept for all (the job run again)."""
     notes = []
-    starts = sorted(_seconds(h[0].stamp) for r, h in by_rank.items() if r is not None and len(h) == 1 and h[0].stamp)
+    starts = sorted(at[id(h[0])] for r, h in by_rank.items() if r is not None and len(h) == 1 and id(h[0]) in at)
     middle = starts[len(starts) // 2] if starts else None
+    if middle is None:
+        first = by_rank[min(r for r in by_rank if r is not None)]
+        middle = max((at[id(h)] for h in first if id(h) in at), default=None)
     for r, heads in by_rank.items():
         if r is None or len(heads) < 2:
             continue
-        keep = min(heads, key=lambda h: (abs(_seconds(h.stamp) - middle) if middle is not None and h.stamp else 0.0,
+        keep = min(heads, key=lambda h: (abs(at[id(h)] - middle) if middle is not None and id(h) in at else 0.0,
                                          h.path.name))
         by_rank[r] = [keep]
         left = [h.path.name for h in heads if h is not keep]
@@ -152,16 +158,16 @@ def _one_log_per_rank(by_rank: dict[int | None, list[LogHead]]) -> list[str]:
     return notes
 
 
-def _jobs(heads: list[LogHead]) -> list[list[LogHead]]:
+def _jobs(heads: list[LogHead], at: dict[int, float]) -> list[list[LogHead]]:
     """Logs grouped by when they started: a gap of more than JOB_GAP_S between starts begins another run."""
-    timed = sorted((h for h in heads if h.stamp), key=lambda h: _seconds(h.stamp))
+    timed = sorted((h for h in heads if id(h) in at), key=lambda h: at[id(h)])
     jobs: list[list[LogHead]] = []
     for h in timed:
-        if jobs and _seconds(h.stamp) - _seconds(jobs[-1][-1].stamp) <= JOB_GAP_S:
+        if jobs and at[id(h)] - at[id(jobs[-1][-1])] <= JOB_GAP_S:
             jobs[-1].append(h)
         else:
             jobs.append([h])
-    untimed = [h for h in heads if not h.stamp]
+    untimed = [h for h in heads if id(h) not in at]
     if untimed:  # no time to tell by: read with the first run
         if not jobs:
             jobs.append([])
@@ -174,14 +180,31 @@ def _ranks_text(logs: list[LogHead]) -> str:
     return f"{'rank' if len(ranks) == 1 else 'ranks'} {', '.join(map(str, ranks))}" if ranks else plural(len(logs), "log")
 
 
-def _seconds(stamp: str) -> float:
-    """glog's ``MMDD HH:MM:SS.ffffff`` in seconds (the year is not written: months count as 31 days)."""
+_YEAR_S = 365 * 86400
+
+
+def _seconds(stamp: str) -> float | None:
+    """glog's ``MMDD HH:MM:SS.ffffff`` in seconds since the year began; None where it is not such a stamp.
+    glog writes no year: read in a common year (three in four are), so 0228 and 0301 are a day apart and
+    a leap day is read as 0301."""
     try:
         day, clock = stamp.split(" ")
         h, m, sec = clock.split(":")
-        return ((int(day[:2]) * 31 + int(day[2:])) * 86400 + int(h) * 3600 + int(m) * 60 + float(sec))
+        month, mday = (3, 1) if day == "0229" else (int(day[:2]), int(day[2:]))
+        begun = datetime.date(2023, month, mday) - datetime.date(2023, 1, 1)
+        return begun.days * 86400 + int(h) * 3600 + int(m) * 60 + float(sec)
     except ValueError:
-        return 0.0
+        return None
+
+
+def _start_seconds(heads: list[LogHead]) -> dict[int, float]:
+    """Each timed log's start in seconds, by id: where the starts span a new year (December's and January's
+    logs together, more than half a year apart), January's are read as the next year's."""
+    at = {id(h): s for h in heads if h.stamp and (s := _seconds(h.stamp)) is not None}
+    if at and max(at.values()) - min(at.values()) > _YEAR_S / 2:
+        latest = max(at.values())
+        at = {k: s + _YEAR_S if s < latest - _YEAR_S / 2 else s for k, s in at.items()}
+    return at
 
 
 def _when(stamp: str) -> str:
