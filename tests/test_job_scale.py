@@ -184,6 +184,47 @@ def test_the_kernel_list_groups_a_jobs_graphs_and_slash_finds_a_kernel_in_any_of
     asyncio.run(run())
 
 
+def test_p_on_a_job_opens_at_once_and_counts_its_graphs_behind_the_screen(job, monkeypatch):
+    """The presentation's counts read every graph's FX files (a 1,000-graph job: tens of seconds, the UI
+    frozen): the screen opens saying it counts, and shows the counts when they are in."""
+    import time
+
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.story import story
+    from kernelscope.ui.widgets import presentation
+    from kernelscope.ui.widgets.presentation import PresentationScreen
+
+    _, bundle = job
+    expected = story(read_bundle(bundle)).counts_line()
+
+    def slow_story(b):  # a job of many graphs, as slow to count as a 1,000-graph one
+        time.sleep(1.5)
+        return story(b)
+
+    monkeypatch.setattr(presentation, "story", slow_story)
+
+    async def run() -> None:
+        app = make_app(str(bundle))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            await pilot.press("P")
+            await pilot.pause()
+            assert isinstance(app.screen, PresentationScreen)
+            text = lambda: str(app.screen.query_one("#pres-counts").render())  # noqa: E731
+            seen = [text()]
+            for _ in range(300):
+                if not seen[-1].startswith("counting"):
+                    break
+                await pilot.pause(0.1)
+                seen.append(text())
+            assert seen[0] == "counting kernels and transfers in 64 graphs…", seen[0]  # ~0.7 s of reading
+            assert seen[-1].startswith(expected), seen[-1]
+            await pilot.press("escape")
+            await pilot.pause()
+
+    asyncio.run(run())
+
+
 def test_a_jobs_first_frame_builds_the_rows_it_can_show_and_the_rest_before_the_first_key(job):
     """The kernel list and the breaks pane of a long job fill what the first frame can show; every row is
     there once it is drawn: the counts on the group rows, the last graph's row, `/` into the last graph."""

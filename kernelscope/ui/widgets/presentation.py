@@ -18,7 +18,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from kernelscope.bundle.model import Bundle, Kernel
-from kernelscope.ui.story import story, story_kernel
+from kernelscope.ui.story import Story, story, story_kernel
 from kernelscope.ui.textdoc import TextDoc
 from kernelscope.ui.widgets.code_view import CodeView
 
@@ -72,7 +72,7 @@ class PresentationScreen(Screen):
         self.left_side, self.right_side = left, right
         self.heading = heading
         self.note = note
-        self.story = story(bundle)
+        self.story: Story | None = None  # counted on mount: a job's counts read every graph's detail
 
     def compose(self) -> ComposeResult:
         yield Static(id="pres-heading", markup=False)
@@ -86,13 +86,30 @@ class PresentationScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#pres-note").display = bool(self.note)
-        calls = input_sets(self.bundle)
-        counts = self.story.counts_line()
-        if len(calls) > 1 and self.story.compiled_kernels is not None:
-            counts += f"  (all {len(calls)} calls)"  # the counts add every call's graphs: say so
-        lines = [counts, self.story.time_line()]
-        self.query_one("#pres-counts", Static).update("\n".join(lines))
+        if _counts_are_quick(self.bundle):
+            self._counted(story(self.bundle))
+        else:  # a job's counts read each graph's FX files (a 1,000-graph job: tens of seconds): not here
+            self.query_one("#pres-counts", Static).update(
+                f"counting kernels and transfers in {len(self.bundle.graphs)} graphs…")
+            self.run_worker(self._count, thread=True, exclusive=True, group="story")
         self.show()
+
+    def _count(self) -> None:
+        counted = story(self.bundle)
+        try:
+            self.app.call_from_thread(self._counted, counted)
+        except RuntimeError:  # the app ended meanwhile
+            pass
+
+    def _counted(self, counted: Story) -> None:
+        if not self.is_attached:
+            return
+        self.story = counted
+        calls = input_sets(self.bundle)
+        counts = counted.counts_line()
+        if len(calls) > 1 and counted.compiled_kernels is not None:
+            counts += f"  (all {len(calls)} calls)"  # the counts add every call's graphs: say so
+        self.query_one("#pres-counts", Static).update("\n".join([counts, counted.time_line()]))
 
     # -- content ---------------------------------------------------------------------------------
     def source_side(self) -> Side:
@@ -177,8 +194,9 @@ class PresentationScreen(Screen):
             name += "(" + ", ".join(calls[0]) + ")"
         kernels = self.index.kernels_in_order()
         where = ""
-        if self.kernel is not None and self.kernel in kernels and not self.fixed and len(kernels) > 1:
-            where = f"   (kernel {kernels.index(self.kernel) + 1} of {len(kernels)} · , and . step)"
+        at = self.index.kernel_position(self.kernel) if self.kernel is not None else None  # by identity
+        if at is not None and not self.fixed and len(kernels) > 1:
+            where = f"   (kernel {at + 1} of {len(kernels)} · , and . step)"
         self.query_one("#pres-heading", Static).update(f"{self.heading or name}{where}")
         self.call_after_refresh(self._fit_titles)  # the panes' widths are known once laid out
 
@@ -194,6 +212,12 @@ class PresentationScreen(Screen):
         i = -1 if i is None else i
         self.kernel = order[(i + delta) % len(order)]
         self.show()
+
+
+def _counts_are_quick(bundle: Bundle) -> bool:
+    """A bench stored its counts, or there are few graphs to count from."""
+    run = (bundle.extra.get("bench") or {}).get("run") if isinstance(bundle.extra, dict) else None
+    return (isinstance(run, dict) and isinstance(run.get("counts"), dict)) or len(bundle.graphs) <= 4
 
 
 def input_sets(bundle: Bundle) -> list[list[str]]:
