@@ -75,3 +75,15 @@ def test_a_preview_benched_on_the_cpu_says_it_was_a_cpu_recapture():
     b.environment = {}
     run["captured_on"] = "cuda"
     assert "a CPU re-capture of a cuda capture, at (f32[65536]" in story(b).time_line()
+
+
+def test_a_gpu_measurement_is_named_by_its_gpu_never_by_the_host_cpu():
+    from kernelscope.bundle.bench_record import measured_device
+
+    assert measured_device({"device": "cuda", "device_name": "NVIDIA H200", "cpu_model": "AMD EPYC"}) == "NVIDIA H200"
+    assert measured_device({"device": "cuda", "cpu_model": "AMD EPYC"}) == ""
+    assert measured_device({"device": "cpu", "device_name": "x86_64", "cpu_model": "AMD EPYC"}) == "AMD EPYC"
+    run = {"device": {"device": "cuda", "cpu_model": "AMD EPYC"}, "eager": {"e2e": {"median_us": 40.0}},
+           "compiled": {"e2e": {"median_us": 20.0}}}
+    line = story(Bundle(extra={"bench": {"run": run}})).time_line()
+    assert line.startswith("measured on cuda: eager 40") and "EPYC" not in line, line

@@ -133,5 +133,6 @@ def measured_device(device: Any) -> str:
     """The device a bench record's ``device`` facts name, as every view says it: a GPU by its name, a CPU by
     its model (a CPU's ``device_name`` is only its architecture, ``x86_64``); "" when they name neither."""
     dev = device if isinstance(device, dict) else {}
-    first, second = ("cpu_model", "device_name") if dev.get("device") == "cpu" else ("device_name", "cpu_model")
-    return str(dev.get(first) or dev.get(second) or "")
+    if dev.get("device") == "cpu":
+        return str(dev.get("cpu_model") or dev.get("device_name") or "")
+    return str(dev.get("device_name") or "")  # a GPU record without its name is not named after the host CPU
