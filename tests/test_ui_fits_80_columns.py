@@ -358,3 +358,33 @@ def test_show_job_says_what_a_capture_did_not_record_instead_of_a_question_mark(
     assert "    compile time, cache       no compile record" in shown, shown
     assert "    guards                    no compile record" in shown, shown
     assert not any(line.rstrip().endswith(" ?") for line in shown.splitlines()), shown
+
+
+def test_the_kernel_lists_names_fit_again_after_a_zoom_or_a_narrow_terminal():
+    """DataTable.clear keeps each column as wide as its widest cell ever was: after z z (or 160 -> 80 -> 160
+    columns) the name column stayed zoomed-wide, names cut and the other columns pushed off the pane."""
+    from textual.widgets.data_table import ColumnKey
+
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    async def run():
+        app = make_app(str(GPU_FIXTURES / "gpt2"))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one(KernelTable)
+            layout = lambda: (table.columns[ColumnKey("name")].content_width, table.max_scroll_x)  # noqa: E731
+            start = layout()
+            assert start[1] == 0
+            await pilot.press("z")
+            await pilot.pause(0.3)
+            assert layout()[0] > start[0]  # zoomed: the names whole
+            await pilot.press("z")
+            await pilot.pause(0.3)
+            assert layout() == start
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause(0.3)
+            await pilot.resize_terminal(160, 48)
+            await pilot.pause(0.3)
+            assert layout() == start
+
+    asyncio.run(run())

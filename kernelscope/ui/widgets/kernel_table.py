@@ -138,6 +138,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         the rest to ``_build_later`` (the first frame of a long list)."""
         self._row_ids, self._row_of = [], {}  # clear() moves the cursor: it finds no row while rebuilding
         self.clear()
+        for column in self.columns.values():  # clear() keeps each column as wide as its widest cell ever was
+            column.content_width = column.label.cell_len
         self._row_ids = self._visible()
         self._later = []
         self._rows_made += 1
