@@ -184,6 +184,33 @@ def test_the_kernel_list_groups_a_jobs_graphs_and_slash_finds_a_kernel_in_any_of
     asyncio.run(run())
 
 
+def test_a_step_on_a_graphs_row_goes_to_that_graphs_first_or_last_kernel(job):
+    """, and . on a graph's row (no kernel selected) went to the ends of the whole job."""
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
+
+    _, bundle = job
+
+    async def run() -> None:
+        app = make_app(str(bundle))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            table = screen.query_one(KernelTable)
+            table.focus()
+            row = next(i for i, key in enumerate(table._row_ids) if key == GRAPH_ROW + "3-0-forward")
+            for key, end in (("full_stop", 0), ("comma", -1)):
+                table.move_cursor(row=row)
+                await pilot.pause()
+                assert screen.kernel is None and screen.graph.id == "3-0-forward"
+                mine = [k for k in screen.index.kernels_in_order() if k.graph == "3-0-forward"]
+                await pilot.press(key)
+                await pilot.pause()
+                assert screen.kernel is mine[end], (key, screen.kernel and screen.kernel.id)
+
+    asyncio.run(run())
+
+
 def test_p_on_a_job_opens_at_once_and_counts_its_graphs_behind_the_screen(job, monkeypatch):
     """The presentation's counts read every graph's FX files (a 1,000-graph job: tens of seconds, the UI
     frozen): the screen opens saying it counts, and shows the counts when they are in."""

@@ -64,3 +64,19 @@ def test_the_panes_show_where_a_run_of_moves_stopped_once_it_stops():
         assert f"def {order[2].name}(" in kernel_pane(screen)
 
     drive(steps)
+
+
+def test_a_search_typed_fast_shows_its_kernel_in_every_pane_at_once(monkeypatch):
+    monkeypatch.setattr(list_runs, "FOLLOW_QUIET", 30.0)  # each letter's match within a run's time
+
+    async def steps(pilot, screen):
+        order = screen.index.kernels_in_order()
+        wanted = next(k for k in order[3:] if k.lang == "triton")
+        screen.query_one(KernelTable).focus()
+        await pilot.press("slash", *wanted.name)
+        await pilot.pause()
+        assert screen.kernel is wanted
+        assert f"def {wanted.name}(" in kernel_pane(screen)  # not the kernel the list passed on the way
+
+    drive(steps)
+

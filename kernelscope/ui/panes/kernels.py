@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -35,7 +37,9 @@ class KernelSearch:
         self.table.focus()
 
     def move_cursor(self, row: int, center: bool = False) -> None:
-        self.table.select_entry(row)
+        moving = getattr(self.table.screen, "moving_list", None)  # a search: every pane shows it at once
+        with moving() if moving is not None else nullcontext():
+            self.table.select_entry(row)
 
     def search(self, query: str, *, forward: bool = True, skip_current: bool = False) -> int | None:
         self.query_text = query

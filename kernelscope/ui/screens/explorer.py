@@ -354,6 +354,11 @@ class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
         if not order:
             return
         i = self.index.kernel_position(self.kernel)
+        if i is None and self.graph is not None:  # on a graph's row: its first kernel (.) or its last (,)
+            mine = [k for k in order if k.graph == self.graph.id]
+            if mine:
+                self.select_kernel(mine[0] if delta > 0 else mine[-1])
+                return
         i = -1 if i is None else i
         self.select_kernel(order[(i + delta) % len(order)])
 
