@@ -155,6 +155,7 @@ def test_the_kernel_list_groups_a_jobs_graphs_and_slash_finds_a_kernel_in_any_of
             screen = app.screen
             table = screen.query_one(KernelTable)
             labels = [table.get_row_at(i)[1].plain for i in range(table.row_count)]
+            assert table.scroll_y == 0 and table.cursor_row == 1  # the first graph's row in view, above its kernel
             # The first graph unfolded, every other one a folded row with its count.
             assert labels[0] in ("▾ forward graph 1/0_1 · 22 kernels", "▾ forward 1/0_1 · 22"), labels[0]
             assert sum(1 for x in labels if x.startswith("▸ ")) == 63

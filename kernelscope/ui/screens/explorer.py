@@ -157,7 +157,7 @@ class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
         self.select(self.graph, first)
         table = self.query_one(KernelTable)
         if first is not None:
-            table.select_kernel(first.id)
+            table.select_kernel(first.id, from_top=True)
         self.set_focus(table)  # now, not a message later: the footer's keys and the first frame follow it
         # The list's cursor selects its kernel as it moves, in the same frame: the Selected message the
         # table posts comes after the frame that drew the moved cursor, and the panes would redraw in a

@@ -324,8 +324,10 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         if ids:
             self.replace_cells("mark", {kid: self._mark(kid) for kid in ids})  # a column of width 1
 
-    def select_kernel(self, kernel_id: str) -> None:
-        """Move the cursor to a kernel (which posts Selected), unfolding its graph."""
+    def select_kernel(self, kernel_id: str, from_top: bool = False) -> None:
+        """Move the cursor to a kernel (which posts Selected), unfolding its graph. ``from_top``: the list's
+        first selection, made before the table has its height (Textual's scroll into view then hid the
+        first graph's row above the view): shown from the top once laid out."""
         k = self.kernels.get(kernel_id)
         if k is None:
             return
@@ -333,6 +335,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             self._open.add(k.graph)
             self._rebuild()
         self.move_cursor(row=self._row_of[kernel_id], scroll=True)
+        if from_top:
+            self.call_after_refresh(self.scroll_home, animate=False)
 
     def select_entry(self, entry: int) -> None:
         """Move the cursor to an entry of the whole list (see ``entry_names``), unfolding its graph."""
