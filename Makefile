@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make demo   set up, capture the add_relu sample (CPU or GPU) and print what torch.compile did
 #   make test   set up, lint, run the test suite (CPU); what CI runs
-#   make test-fast   set up, lint, the tests that compile nothing (-m "not slow"): the edit loop
+#   make test-fast   set up, lint, the tests that compile nothing and start no torch (-m "not slow"): the edit loop
 VPY := .venv/bin/python
 PYTEST_ARGS ?=
 # Python writes its bytecode (and pytest its assert-rewritten test modules) into __pycache__ as it does by
@@ -39,7 +39,7 @@ lint: setup
 	.venv/bin/lint-imports
 
 test: lint
-	$(VPY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
+	$(VPY) -m pytest -q $(XDIST) --durations=15 $(PYTEST_ARGS)
 	KERNELSCOPE_TEXTUAL_FAST=0 $(VPY) -m pytest -q $(STOCK_XDIST) -m "not slow" $(UI_TESTS)
 
 test-fast: lint

@@ -173,6 +173,7 @@ class Chromium:
                              f"files: {sorted(p.name for p in self.downloads.iterdir())})")
 
 
+@pytest.mark.slow  # starts a headless chromium (seconds)
 def test_served_page_is_all_local_takes_keys_without_a_click_and_escape_never_ends_it(tmp_path):
     log = tmp_path / "serve.log"
     serve, url = start_serve(str(GPU_FIXTURES / "add_relu"), "--big", "--log", str(log))

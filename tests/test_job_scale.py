@@ -78,6 +78,7 @@ def test_a_spool_reads_back_to_the_records_of_the_log_it_came_from(train_trace, 
         assert by_lines.chromium_events == by_records.chromium_events
 
 
+@pytest.mark.slow  # builds a 60-frame job twice, the second time on two workers (seconds)
 def test_frames_built_on_two_cores_give_the_same_index_as_one(job, tmp_path):
     trace, _ = job
     (tmp_path / "spool").mkdir()
@@ -96,6 +97,7 @@ def test_frames_built_on_two_cores_give_the_same_index_as_one(job, tmp_path):
     assert sum(len(p["kernels"]) for p in one) == 16 * 60
 
 
+@pytest.mark.slow  # writes a 110 MB trace and opens it in a child (seconds)
 def test_open_of_a_trace_larger_than_its_address_space_limit(tmp_path):
     """Memory follows the largest compiled frame, not the trace: a 110 MB trace opens in 96 MB of address space."""
     trace = scale_trace(TRAIN / "trace.log.gz", tmp_path / "big.log", 32)

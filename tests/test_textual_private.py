@@ -136,6 +136,7 @@ def _record(keys: list[str]) -> dict:
 
 
 @pytest.mark.skipif(not FAST.all_on, reason=f"fast paths off: {FAST.describe()}")
+@pytest.mark.slow  # a second UI in a child, every screen compared (seconds)
 def test_the_screen_is_the_same_with_the_fast_paths_off(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
     fast = _record(KEYS)
