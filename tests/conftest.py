@@ -187,14 +187,23 @@ COMPILING_FIXTURES = frozenset({"cpu_add_relu", "previews", "preview_sm90", "cpu
                                 "cancelled_mid_run", "fullgraph_break"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if COMPILING_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -m: the tests that will run
+def pytest_collection_modifyitems_order(config, items):
     # make test hands whole files to its workers in this order (--dist loadfile --no-loadscope-reorder): the
-    # files that compile most go first, so that no long file starts last while the other worker idles.
+    # files that compile most go first, then those with most tests (make test-fast: test_ui_newcomer's minute
+    # started last, alphabetically), so that no long file starts last while the other worker idles.
     slow_in_file: dict[str, int] = {}
+    tests_in_file: dict[str, int] = {}
     for item in items:
         file = item.nodeid.split("::")[0]
         slow_in_file[file] = slow_in_file.get(file, 0) + (item.get_closest_marker("slow") is not None)
-    items.sort(key=lambda item: -slow_in_file[item.nodeid.split("::")[0]])  # stable: in-file order is kept
+        tests_in_file[file] = tests_in_file.get(file, 0) + 1
+    items.sort(key=lambda item: (-slow_in_file[item.nodeid.split("::")[0]],
+                                 -tests_in_file[item.nodeid.split("::")[0]]))  # stable: in-file order is kept
