@@ -161,7 +161,8 @@ def _build(cls, data: Any, where: str) -> Any:
             if not isinstance(value, list):
                 raise BundleError(f"{where}.{key} should be a list, not {_type_name(value)}")
             continue
-        _check(value, hint, f"{where}.{key}")
+        if type(value) not in _FAST.get(hint, ()):  # most fields pass at one look, no call (a job's index)
+            _check(value, hint, f"{where}.{key}")
         for sub, sub_hint in _KNOWN_KEYS.get(key, {}).items() if cls is Bundle else ():
             if sub in value:
                 _check(value[sub], sub_hint, f"{where}.{key}.{sub}")
