@@ -26,6 +26,14 @@ STOCK_XDIST ?= -n auto --dist loadgroup
 
 setup:
 	./scripts/setup.sh
+	@touch $(SETUP_STAMP)
+
+# lint, test and test-fast set up again only when what setup installs changed (its re-check costs ~7 s of
+# every run); a fresh clone, or a venv made anew, has no stamp and sets up.
+SETUP_STAMP := .venv/.kernelscope-setup
+$(SETUP_STAMP): pyproject.toml scripts/setup.sh
+	./scripts/setup.sh
+	@touch $@
 
 demo: setup
 	$(VPY) -m kernelscope capture add_relu -o kernelscope-captures/add_relu-demo --force
@@ -34,7 +42,7 @@ demo: setup
 ui: setup
 	$(VPY) -m kernelscope
 
-lint: setup
+lint: $(SETUP_STAMP)
 	$(VPY) -m ruff check kernelscope tests benchmarks samples scripts
 	.venv/bin/lint-imports
 
