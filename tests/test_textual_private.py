@@ -101,6 +101,7 @@ def _record(keys: list[str]) -> dict:
     """Every screen while pressing ``keys`` in the GPT-2 explorer at 160x48 (once lexing ahead is done):
     each line as runs of [text, style, meta] (meta: the offsets a click reads), and the classes used."""
     from kernelscope.ui.app import make_app
+    from kernelscope.ui.screens import list_runs
     from kernelscope.ui.screens.explorer import ExplorerScreen
 
     def lines(screen) -> list[list[list[str]]]:
@@ -132,7 +133,13 @@ def _record(keys: list[str]) -> dict:
                 screens.append(lines(app.screen))
             return {"paths": _explorer_paths(app), "screens": screens}
 
-    return asyncio.run(run())
+    # Every key shows in every pane at once: a run of keys (within FOLLOW_QUIET) leaves the panes behind
+    # until it stops, and the two UIs' pace differs, so their screens would differ by when, not by what.
+    quiet, list_runs.FOLLOW_QUIET = list_runs.FOLLOW_QUIET, 0.0
+    try:
+        return asyncio.run(run())
+    finally:
+        list_runs.FOLLOW_QUIET = quiet
 
 
 @pytest.mark.skipif(not FAST.all_on, reason=f"fast paths off: {FAST.describe()}")
