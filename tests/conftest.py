@@ -19,10 +19,13 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-# A suite started under nohup inherits SIGHUP ignored, and so would every kernelscope it starts: the
-# hangup tests (tests/test_hostile_*.py) need the default a terminal session has.
+# A suite started under nohup inherits SIGHUP ignored, and one started in the background by a shell without
+# job control (`make test &` in a script) SIGINT, and so would every kernelscope it starts: the hangup and
+# Ctrl-C tests (tests/test_hostile_*.py, test_run.py) need the defaults a terminal session has.
 if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # One folder for Inductor's precompiled C++ header (5-20 s of g++) for every capture and bench the tests run,
 # though most run with a cache folder of their own (kernelscope/capture/compile_cache.py): the user's.
