@@ -69,3 +69,22 @@ def test_a_doc_joined_to_a_shared_tail_reads_as_the_whole_text():
         joined, whole = TextDoc.joined(head, tail), TextDoc(head + tail.text)
         assert (joined.lines, joined.width, joined.text) == (whole.lines, whole.width, whole.text)
     assert TextDoc.joined("a\n", tail).lines[:2] == ["a", "── capture ──"]
+
+
+def test_an_app_ended_before_its_first_frame_leaves_lexing_on():
+    """The app defers lexers until its first frame: one that ends before it (a test timing the first
+    frame, a start that fails) left every later TextDoc of the process unhighlighted."""
+    import asyncio
+
+    from kernelscope.ui import textdoc
+    from kernelscope.ui.app import make_app
+
+    async def run():
+        app = make_app()
+        async with app.run_test(size=(80, 24)):
+            assert textdoc._defer_lexers or app.first_frame_ms is not None
+            app.exit()
+
+    asyncio.run(run())
+    doc = TextDoc('s = """\nnot code\n"""\nx = 1\n', PythonLexer)
+    assert any("String" in str(t) for t, _ in doc.tokens(1))

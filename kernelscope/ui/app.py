@@ -182,6 +182,7 @@ class KernelscopeApp(AppKeys, App):
 
     def on_unmount(self) -> None:
         self._resume_gc()
+        textdoc.defer_lexers(False)  # an app ended before its first frame: the next one in this process lexes
 
     # -- flows -----------------------------------------------------------------------------------
     def show_bundle(self, bundle: Bundle, *, previous: Bundle | None = None,
