@@ -187,31 +187,38 @@ def test_the_kernel_list_groups_a_jobs_graphs_and_slash_finds_a_kernel_in_any_of
     asyncio.run(run())
 
 
-def test_a_step_on_a_graphs_row_goes_to_that_graphs_first_or_last_kernel(job):
-    """, and . on a graph's row (no kernel selected) went to the ends of the whole job."""
+def _explore(bundle: Path, steps) -> None:
+    """``steps(pilot, app)`` on the bundle's explorer at 160x48, once it is drawn."""
     from kernelscope.ui.app import make_app
-    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
-
-    _, bundle = job
 
     async def run() -> None:
         app = make_app(str(bundle))
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause()
-            screen = app.screen
-            table = screen.query_one(KernelTable)
-            table.focus()
-            row = next(i for i, key in enumerate(table._row_ids) if key == GRAPH_ROW + "3-0-forward")
-            for key, end in (("full_stop", 0), ("comma", -1)):
-                table.move_cursor(row=row)
-                await pilot.pause()
-                assert screen.kernel is None and screen.graph.id == "3-0-forward"
-                mine = [k for k in screen.index.kernels_in_order() if k.graph == "3-0-forward"]
-                await pilot.press(key)
-                await pilot.pause()
-                assert screen.kernel is mine[end], (key, screen.kernel and screen.kernel.id)
+            await steps(pilot, app)
 
     asyncio.run(run())
+
+
+def test_a_step_on_a_graphs_row_goes_to_that_graphs_first_or_last_kernel(job):
+    """, and . on a graph's row (no kernel selected) went to the ends of the whole job."""
+    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
+
+    async def steps(pilot, app) -> None:
+        screen = app.screen
+        table = screen.query_one(KernelTable)
+        table.focus()
+        row = next(i for i, key in enumerate(table._row_ids) if key == GRAPH_ROW + "3-0-forward")
+        for key, end in (("full_stop", 0), ("comma", -1)):
+            table.move_cursor(row=row)
+            await pilot.pause()
+            assert screen.kernel is None and screen.graph.id == "3-0-forward"
+            mine = [k for k in screen.index.kernels_in_order() if k.graph == "3-0-forward"]
+            await pilot.press(key)
+            await pilot.pause()
+            assert screen.kernel is mine[end], (key, screen.kernel and screen.kernel.id)
+
+    _explore(job[1], steps)
 
 
 def test_p_on_a_job_opens_at_once_and_counts_its_graphs_behind_the_screen(job, monkeypatch):
@@ -219,7 +226,6 @@ def test_p_on_a_job_opens_at_once_and_counts_its_graphs_behind_the_screen(job, m
     frozen): the screen opens saying it counts, and shows the counts when they are in."""
     import time
 
-    from kernelscope.ui.app import make_app
     from kernelscope.ui.story import story
     from kernelscope.ui.widgets import presentation
     from kernelscope.ui.widgets.presentation import PresentationScreen
@@ -233,26 +239,23 @@ def test_p_on_a_job_opens_at_once_and_counts_its_graphs_behind_the_screen(job, m
 
     monkeypatch.setattr(presentation, "story", slow_story)
 
-    async def run() -> None:
-        app = make_app(str(bundle))
-        async with app.run_test(size=(160, 48)) as pilot:
-            await pilot.pause()
-            await pilot.press("P")
-            await pilot.pause()
-            assert isinstance(app.screen, PresentationScreen)
-            text = lambda: str(app.screen.query_one("#pres-counts").render())  # noqa: E731
-            seen = [text()]
-            for _ in range(300):
-                if not seen[-1].startswith("counting"):
-                    break
-                await pilot.pause(0.1)
-                seen.append(text())
-            assert seen[0] == "counting kernels and transfers in 64 graphs…", seen[0]  # ~0.7 s of reading
-            assert seen[-1].startswith(expected), seen[-1]
-            await pilot.press("escape")
-            await pilot.pause()
+    async def steps(pilot, app) -> None:
+        await pilot.press("P")
+        await pilot.pause()
+        assert isinstance(app.screen, PresentationScreen)
+        text = lambda: str(app.screen.query_one("#pres-counts").render())  # noqa: E731
+        seen = [text()]
+        for _ in range(300):
+            if not seen[-1].startswith("counting"):
+                break
+            await pilot.pause(0.1)
+            seen.append(text())
+        assert seen[0] == "counting kernels and transfers in 64 graphs…", seen[0]  # ~0.7 s of reading
+        assert seen[-1].startswith(expected), seen[-1]
+        await pilot.press("escape")
+        await pilot.pause()
 
-    asyncio.run(run())
+    _explore(bundle, steps)
 
 
 def test_a_jobs_first_frame_builds_the_rows_it_can_show_and_the_rest_before_the_first_key(job):
