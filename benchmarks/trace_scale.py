@@ -217,8 +217,10 @@ def main() -> int:
             mins = [first_frame_ms(MINIMAL_FIRST) for _ in range(args.runs)]
             ours = [first_frame_ms(KERNELSCOPE_FIRST, str(bundle)) for _ in range(args.runs)]
             row.update(min_ms=statistics.median(mins), ui_ms=statistics.median(ours))
-            manifest = json.loads((bundle / "bundle.json").read_text())
-            last = manifest["kernels"][-1] if manifest.get("kernels") else {}
+            from kernelscope.bundle.kernel_rows import kernel_entries
+
+            entries = kernel_entries(json.loads((bundle / "bundle.json").read_text()))
+            last = entries[-1] if entries else {}
             base, base_paused = asyncio.run(minimal_keys())
             keys, paused, found = asyncio.run(explorer_keys(bundle, last.get("name", "")))
             row.update(key_ratio=statistics.median(keys) / statistics.median(base), key_p95=p95(keys) / p95(base),

@@ -102,7 +102,7 @@ def test_a_report_of_forged_compile_phase_function_and_kernel_names_is_clean(tmp
     ct["phases"] = dict(c["phases"])
     ct["kernels"] = [{"compile_id": "0/0", "name": "k" + EVIL, "compile_s": 1.0, "autotune_cache": "",
                       "configs": 1, "kernel_id": "", "autotune_s": None, "total_s": 1.0, "lines": ["a.py:1" + EVIL]}]
-    m["kernels"][0]["name"] = "triton_" + EVIL
+    m["kernels"][0][m["kernel_fields"].index("name")] = "triton_" + EVIL  # format 4: rows under kernel_fields
     (b / "bundle.json").write_text(json.dumps(m))
     (b / "sections" / "compile_time.json").write_text(json.dumps(ct))
     for fmt in ("md", "html"):

@@ -3,6 +3,7 @@
 import json
 
 from kernelscope.bundle.io import read_bundle, read_text
+from kernelscope.bundle.kernel_rows import kernel_entries
 from kernelscope.ingest.output_code import parse_output_code
 from kernelscope.ingest.torch_logs import output_codes
 
@@ -95,9 +96,9 @@ def test_partitioned_output_code_still_lists_its_launches():
 def test_manifest_is_plain_json_a_person_can_diff(ref_bundles):
     text = (ref_bundles["add_relu"] / "bundle.json").read_text()
     data = json.loads(text)
-    assert data["schema"] == "kernelscope.bundle" and data["version"] == 3
+    assert data["schema"] == "kernelscope.bundle" and data["version"] == 4
     assert text.count("\n") > 12  # a field a line, a kernel a line
-    [kernel] = data["kernels"]
+    [kernel] = kernel_entries(data)
     assert kernel["name"] == "triton_poi_fused_add_relu_0" and kernel["fx_nodes"] == 2  # the index: a count
     assert "buffers" not in kernel  # the detail lives in the graph's own file
     [graph] = data["graphs"]

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.bundle.io import read_bundle, save_manifest
+from kernelscope.bundle.kernel_rows import kernel_entries
 from kernelscope.bundle.model import Bundle
 from kernelscope.ingest.build import RawCapture, build_bundle
 from kernelscope.ingest.open_trace import bundle_from_trace
@@ -134,8 +135,9 @@ def test_the_index_holds_the_job_and_each_graph_keeps_its_own_pairs(job):
     import json
 
     index = json.loads((bundle / "bundle.json").read_text())
-    assert index["version"] == 3 and len(index["kernels"]) == 960
-    assert all("fx_nodes" in k and isinstance(k["fx_nodes"], int) for k in index["kernels"])
+    assert index["version"] == 4 and len(index["kernels"]) == 960
+    assert index["kernel_fields"][:3] == ["id", "graph", "name"] and "kernel_ids" not in index["graphs"][0]
+    assert all("fx_nodes" in k and isinstance(k["fx_nodes"], int) for k in kernel_entries(index))
     b = read_bundle(bundle)
     assert not any(g.detail_loaded for g in b.graphs)  # nothing of a graph's detail is read to list the job
     first = b.graphs[0]
@@ -401,16 +403,39 @@ def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(
     assert b.graphs[0].fusion_pairs == [] and any("401-digit number, past any count kernelscope writes; that graph's not-fused pairs are left out" in n for n in b.notes)
 
 
+def _as_objects(m: dict) -> dict:
+    """A format-4 index written back as format 3 wrote it: each kernel an object."""
+    m["kernels"], m["version"] = kernel_entries(m), 3
+    del m["kernel_fields"]
+    return m
+
+
+def _field(m: dict, name: str) -> int:
+    return m["kernel_fields"].index(name)
+
+
 @pytest.mark.parametrize("change, words", [
-    (lambda m: m["kernels"][0].__setitem__("name", 5), "bundle.kernels[0].name"),
-    (lambda m: m["kernels"][3].__setitem__("name", None), "bundle.kernels[3].name"),
-    (lambda m: m["kernels"][2].pop("name"), "bundle.kernels[2] has no name"),
-    (lambda m: m["kernels"].__setitem__(1, "k"), "bundle.kernels[1] should be an object"),
-    (lambda m: m["kernels"][4].__setitem__("launches", "1"), "bundle.kernels[4].launches"),
-    (lambda m: m["kernels"][5].__setitem__("user_lines", [True]), "bundle.kernels[5].user_lines"),
-    (lambda m: m["kernels"][6].__setitem__("user_lines", [len(m["lines"])]),
+    # format 4: rows of values under kernel_fields
+    (lambda m: m["kernels"][0].__setitem__(_field(m, "name"), 5), "bundle.kernels[0].name"),
+    (lambda m: m["kernels"][3].__setitem__(_field(m, "name"), None), "bundle.kernels[3].name"),
+    (lambda m: m["kernels"][2].pop(), "bundle.kernels[2] has 14 values; bundle.kernel_fields names 15"),
+    (lambda m: m["kernels"].__setitem__(1, "k"), "bundle.kernels[1] should be a list of 15 values"),
+    (lambda m: m["kernels"][4].__setitem__(_field(m, "launches"), "1"), "bundle.kernels[4].launches"),
+    (lambda m: m["kernels"][5].__setitem__(_field(m, "user_lines"), [True]), "bundle.kernels[5].user_lines"),
+    (lambda m: m["kernels"][6].__setitem__(_field(m, "user_lines"), [len(m["lines"])]),
      "bundle.kernels[6].user_lines names a line the bundle's lines table does not have"),
-    (lambda m: m["kernels"][7].__setitem__("user_lines", [-1]), "bundle.kernels[7].user_lines names a line"),
+    (lambda m: m["kernels"][7].__setitem__(_field(m, "user_lines"), [-1]), "bundle.kernels[7].user_lines names a line"),
+    (lambda m: m["kernel_fields"].__setitem__(_field(m, "name"), "nom"), "bundle.kernels[0] has no name"),
+    (lambda m: m["kernel_fields"].__setitem__(1, "id"), "bundle.kernel_fields should be a list of distinct field names"),
+    # format 3 (the last release): each kernel an object
+    (lambda m: _as_objects(m)["kernels"][0].__setitem__("name", 5), "bundle.kernels[0].name"),
+    (lambda m: _as_objects(m)["kernels"][3].__setitem__("name", None), "bundle.kernels[3].name"),
+    (lambda m: _as_objects(m)["kernels"][2].pop("name"), "bundle.kernels[2] has no name"),
+    (lambda m: _as_objects(m)["kernels"].__setitem__(1, "k"), "bundle.kernels[1] should be an object"),
+    (lambda m: _as_objects(m)["kernels"][4].__setitem__("launches", "1"), "bundle.kernels[4].launches"),
+    (lambda m: _as_objects(m)["kernels"][5].__setitem__("user_lines", [True]), "bundle.kernels[5].user_lines"),
+    (lambda m: _as_objects(m)["kernels"][6].__setitem__("user_lines", [len(m["lines"])]),
+     "bundle.kernels[6].user_lines names a line the bundle's lines table does not have"),
 ])
 def test_a_damaged_kernel_entry_of_a_jobs_index_is_named(job, tmp_path, change, words):
     """The index's kernel columns are type-checked all at once; the entry at fault is still the one named."""
@@ -420,12 +445,34 @@ def test_a_damaged_kernel_entry_of_a_jobs_index_is_named(job, tmp_path, change, 
     copy = tmp_path / "b"
     copy.mkdir()
     m = json.loads((bundle / "bundle.json").read_text())
-    assert all(k.get("name") for k in m["kernels"][:8])  # the cases above change a kernel that has them
+    assert all(k.get("name") for k in kernel_entries(m)[:8])  # the cases above change a kernel that has them
     change(m)
     (copy / "bundle.json").write_text(json.dumps(m))
     with pytest.raises(BundleError) as err:
         read_bundle(copy)
     assert words in str(err.value), str(err.value)
+
+
+def test_a_format_3_index_reads_as_its_format_4_copy(job, tmp_path):
+    """The last release wrote each kernel as an object and each graph's kernel ids; the same job written as
+    format 4 (rows under one header, ids left to the order) reads back to the same kernels and graphs."""
+    _, bundle = job
+    old = tmp_path / "v3"
+    shutil.copytree(bundle, old)
+    m = _as_objects(json.loads((old / "bundle.json").read_text()))
+    new = read_bundle(bundle)
+    for g, entry in zip(new.graphs, m["graphs"]):
+        entry["kernel_ids"] = g.kernel_ids
+    (old / "bundle.json").write_text(json.dumps(m))
+    b = read_bundle(old)
+    assert [g.kernel_ids for g in b.graphs] == [g.kernel_ids for g in new.graphs] and max(len(g.kernel_ids) for g in new.graphs) > 10
+    figures = [(k.bytes_read, k.bytes_written, k.node_count, k.user_lines) for k in new.kernels]  # from the index
+    assert not any(k.detail_loaded for k in new.kernels) and sum(f[0] or 0 for f in figures) > 1 << 20
+    assert [(k.bytes_read, k.bytes_written, k.node_count, k.user_lines) for k in b.kernels] == figures
+    assert _facts(b) == _facts(new)
+    save_manifest(b, old)  # saved again (a bench record added, say): written as format 4
+    again = json.loads((old / "bundle.json").read_text())
+    assert again["version"] == 4 and "kernel_fields" in again and _facts(read_bundle(old)) == _facts(new)
 
 
 def test_report_json_is_strict_json(tmp_path):

@@ -28,8 +28,9 @@ class NotInBundle(BundleError, KeyError):
 
 SCHEMA_NAME = "kernelscope.bundle"
 # 2: the manifest an index, each graph's detail a file of its own (bundle/shards.py); 3: a job's long texts
-# (graph-break messages, compile-time rows) in files of their own under sections/, read when first asked for.
-SCHEMA_VERSION = 3
+# (graph-break messages, compile-time rows) in files of their own under sections/, read when first asked for;
+# 4: the index's kernels as rows under one header (bundle/kernel_rows.py). Every earlier version still reads.
+SCHEMA_VERSION = 4
 
 # The fields a kernel's and a graph's detail file holds (format 2); read when first asked for.
 KERNEL_DETAIL = ("fx_nodes", "fx_nodes_pre", "aten_ops", "library_lines", "frames", "launch_info", "buffers",
@@ -165,34 +166,35 @@ class Kernel(_Lazy):
     triton: list[TritonVariant] = field(default_factory=list)
     kernel_path: str = ""  # the kernel file path Inductor wrote (normalised), for loc() matching
 
-    # The index's figures (format 2) answer these without reading the detail file; once it is read (or
-    # for a kernel built in memory) they are worked out from the buffers.
+    # The index's figures (format 2; ``_index`` holds them in kernel_rows.FIGURES' order) answer these
+    # without reading the detail file; once it is read (or for a kernel built in memory) they are worked
+    # out from the buffers.
     @property
     def bytes_read(self) -> int | None:
         """Bytes read per launch: what its loads reach of each buffer (a gather's rows, a slice's
         extent), else the whole buffer."""
         if not self.detail_loaded:
-            return self.__dict__["_index"]["bytes_read"]
+            return self.__dict__["_index"][0]
         return _sum_bytes(self.buffers, ("read", "readwrite"), reading=True)
 
     @property
     def bytes_written(self) -> int | None:
         if not self.detail_loaded:
-            return self.__dict__["_index"]["bytes_written"]
+            return self.__dict__["_index"][1]
         return _sum_bytes(self.buffers, ("write", "readwrite"))
 
     @property
     def bytes_bound(self) -> bool:
         """bytes_read is an upper bound (a gather reads at most its index count of rows)."""
         if not self.detail_loaded:
-            return self.__dict__["_index"]["bytes_bound"]
+            return self.__dict__["_index"][2]
         return any(b.read_bound for b in self.buffers if b.role in ("read", "readwrite"))
 
     @property
     def node_count(self) -> int:
         """How many post-grad FX nodes it runs (len(fx_nodes)), from the index while the detail is unread."""
         if not self.detail_loaded:
-            return self.__dict__["_index"]["fx_nodes"]
+            return self.__dict__["_index"][3]
         return len(self.fx_nodes)
 
 

@@ -12,6 +12,9 @@ Format 3 adds side files under ``sections/``: the graph breaks' whole messages
 (``compile_time.json``, ``extra["compile_time"]``), each read when first asked for (GraphBreak.detail,
 Bundle.section): a job's index is what its first frame shows, not every message torch printed.
 
+Format 4 writes the index's kernels as rows of values under one ``kernel_fields`` header
+(bundle/kernel_rows.py): read column by column, a 15,600-kernel index reads in a fraction of the time.
+
 Both files are JSON written one list item per line: ``json.dumps`` at C speed, and a diff of two
 bundles reads kernel by kernel.
 """
@@ -23,10 +26,17 @@ import math
 import os
 import re
 import threading
-from itertools import chain, repeat
 from pathlib import Path
 from typing import Any
 
+from kernelscope.bundle.kernel_rows import (
+    KERNEL_INDEX,
+    build_kernels,
+    check_columns,
+    entry_columns,
+    pack_kernels,
+    row_columns,
+)
 from kernelscope.bundle.model import (
     GRAPH_DETAIL,
     KERNEL_DETAIL,
@@ -54,11 +64,6 @@ MAX_DETAIL_BYTES = 256 << 20
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_.+-]{1,160}$")
 # The index's list sections, written one item per line.
 _LISTS = ("graphs", "kernels", "lines", "graph_breaks", "recompiles", "autotune")
-# Kernel fields the index keeps (the rest is detail); user_lines become ids into the lines table.
-_KERNEL_INDEX = tuple(f for f in Kernel.__dataclass_fields__ if f not in KERNEL_DETAIL and f != "user_lines")
-# The figures a list shows without the detail (model.Kernel's properties answer from them until it is read).
-_FIGURES = ("bytes_read", "bytes_written", "bytes_bound", "fx_nodes")
-_FIGURE_HINTS = {"bytes_read": "int | None", "bytes_written": "int | None", "bytes_bound": "bool", "fx_nodes": "int"}
 _GRAPH_INDEX = tuple(f for f in Graph.__dataclass_fields__ if f not in GRAPH_DETAIL)
 _BREAK_INDEX = tuple(f for f in GraphBreak.__dataclass_fields__ if f != "detail")
 
@@ -144,7 +149,7 @@ def index_and_details(bundle: Bundle, *, skip_unread: bool) -> tuple[dict[str, A
                         "kernels": {k.id: {f: to_dict(getattr(k, f)) for f in KERNEL_DETAIL} for k in kernels}}
     kernels = []
     for k in bundle.kernels:
-        entry = {f: to_dict(getattr(k, f)) for f in _KERNEL_INDEX}
+        entry = {f: to_dict(getattr(k, f)) for f in KERNEL_INDEX}
         entry["user_lines"] = [line_id(u) for u in k.user_lines]
         entry["bytes_read"], entry["bytes_written"] = k.bytes_read, k.bytes_written
         entry["bytes_bound"], entry["fx_nodes"] = k.bytes_bound, k.node_count
@@ -194,6 +199,7 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
             write_atomic(path, text)
         else:
             path.write_text(text, encoding="utf-8")
+    pack_kernels(index)
     return dumps_lines(index)
 
 
@@ -285,67 +291,15 @@ class _GraphDetail:
         return graph_part, kernel_parts
 
 
-_TYPES = {"str": (str,), "int": (int,), "bool": (bool,), "str|None": (str, type(None)),
-          "int|None": (int, type(None))}
-
-
-_REQUIRED = ("id", "graph", "name", "kind", "lang", "launch_index")
-
-
-def _check_kernel_columns(entries: list[Any]) -> None:
-    """Every kernel entry of the index type-checked field by field across all of them at once (one pass per
-    field at C speed where every value has its plain type); a bad value is named as
-    ``bundle.kernels[i].field``, by the one-value check."""
-    from kernelscope.bundle.validate import _hints
-
-    if set(map(type, entries)) - {dict}:
-        i = next(i for i, entry in enumerate(entries) if type(entry) is not dict)
-        raise BundleError(f"bundle.kernels[{i}] should be an object")
-    hints = {**_hints(Kernel), **_FIGURE_HINTS, "user_lines": "list[int]"}
-    missing = object()
-    for name, hint in hints.items():
-        if name in KERNEL_DETAIL and name not in _FIGURE_HINTS:
-            continue  # detail fields are checked when their detail file is read
-        allowed = _TYPES.get(hint.replace(" ", ""))
-        # Gathered at C speed (map over dict.get with its default): a pass of Python per entry and field
-        # was ~100 ms of a 15,600-kernel index's read.
-        values = list(map(dict.get, entries, repeat(name), repeat(missing)))
-        types = set(map(type, values)) - {object}
-        if name in _REQUIRED and missing in values:
-            types.add(object)  # the one-value check names the entry
-        if allowed is not None and types <= set(allowed):
-            continue
-        if hint == "list[int]" and types <= {list} and set(
-                map(type, chain.from_iterable([v for v in values if v is not missing]))) <= {int}:
-            continue
-        for i, v in enumerate(values):
-            if v is missing:
-                if name in _REQUIRED:
-                    raise BundleError(f"bundle.kernels[{i}] has no {name}")
-                continue
-            _check(v, hint, f"bundle.kernels[{i}].{name}")
-
-
-def _kernel_defaults() -> dict[str, Any]:
-    import dataclasses
-
-    out = {}
-    for f in dataclasses.fields(Kernel):
-        if f.name in KERNEL_DETAIL or f.name == "user_lines":
-            continue
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-    return out
-
-
 def from_index(data: dict[str, Any], root: str) -> Bundle:
-    """A Bundle from a format-2 bundle.json's dict, every index field type-checked; details left on disk."""
+    """A Bundle from a format-2, 3 or 4 bundle.json's dict, every index field type-checked; details left on disk."""
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
         raise BundleError("not a kernelscope bundle manifest")
     b = build(Bundle, data, "bundle")
     b.root = root
     line_table = build_list(UserLine, data, "lines", "bundle")
     graphs: list[Graph] = []
+    no_ids: list[Graph] = []  # format 4 leaves out a graph's kernel ids where the index's order gives them
     raw_graphs = data.get("graphs", [])
     if not isinstance(raw_graphs, list):
         raise BundleError(f"bundle.graphs should be a list, not {type(raw_graphs).__name__}")
@@ -358,34 +312,16 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
             g.__dict__.pop(f, None)
         g.__dict__["_detail_path"] = entry["detail"]
         graphs.append(g)
+        if "kernel_ids" not in entry:
+            no_ids.append(g)
     b.graphs = graphs
     entries = data.get("kernels", [])
     if not isinstance(entries, list):
         raise BundleError(f"bundle.kernels should be a list, not {type(entries).__name__}")
-    _check_kernel_columns(entries)
-    known = set(_KERNEL_INDEX) | {"_index", "user_lines"}
-    n_lines = len(line_table)
-    defaults = _kernel_defaults()
-    kernels: list[Kernel] = []
-    new = object.__new__
-    for i, entry in enumerate(entries):
-        d = {**defaults, **entry}
-        pop = d.pop
-        d["_index"] = {"bytes_read": pop("bytes_read", None), "bytes_written": pop("bytes_written", None),
-                       "bytes_bound": pop("bytes_bound", False), "fx_nodes": pop("fx_nodes", 0)}
-        if not d.keys() <= known:  # anything else a hand put there
-            for key in d.keys() - known:
-                del d[key]
-        ids = d.get("user_lines")
-        if ids:
-            if min(ids) < 0 or max(ids) >= n_lines:
-                raise BundleError(f"bundle.kernels[{i}].user_lines names a line the bundle's lines table does not have")
-            d["user_lines"] = [line_table[x] for x in ids]
-        else:
-            d["user_lines"] = []
-        k = new(Kernel)
-        k.__dict__ = d
-        kernels.append(k)
+    gaps = "kernel_fields" not in data  # format 4: rows under one header, every field in each
+    columns = entry_columns(entries) if gaps else row_columns(data["kernel_fields"], entries)
+    check_columns(columns, len(entries), gaps=gaps)
+    kernels = build_kernels(columns, len(entries), line_table, gaps=gaps)
     b.kernels = kernels
     check_references(b)
     build_lists(b, data)
@@ -393,6 +329,8 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
     by_graph: dict[str, list[Kernel]] = {}
     for k in kernels:
         by_graph.setdefault(k.graph, []).append(k)
+    for g in no_ids:
+        g.kernel_ids = [k.id for k in by_graph.get(g.id, [])]
     for g in graphs:
         loader = _GraphDetail(b, g, by_graph.get(g.id, []), g.__dict__["_detail_path"])
         g.__dict__["_detail"] = loader

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from operator import attrgetter
 from typing import Any
 
 from kernelscope.bundle.model import (
@@ -50,6 +51,7 @@ def _depth_ok(value: Any, limit: int) -> bool:
 
 
 _SCALARS = (str, int, float, bool, type(None))
+_SCALAR_SET = frozenset(_SCALARS)
 # The exact types that fit a hint at once (a bool is no int here; anything else takes the long way).
 _FAST = {"str": (str,), "int": (int,), "bool": (bool,), "str|None": (str, type(None)),
          "int|None": (int, type(None)), "bool|None": (bool, type(None)), "str | None": (str, type(None)),
@@ -71,6 +73,8 @@ def _check(value: Any, hint: str, where: str) -> None:
         return
     if hint == "Any" and type(value) in _SCALARS:
         return  # nothing nested to measure
+    if hint == "dict[str,Any]" and type(value) is dict and set(map(type, value.values())) <= _SCALAR_SET:
+        return  # a flat object (a graph's call site, its CUDA-graph status): one pass, nothing nested
     hint = hint.replace(" ", "")
     if hint.endswith("|None"):
         if value is None:
@@ -226,6 +230,8 @@ def check_references(b: Bundle) -> None:
         raise BundleError(f"bundle.kernels: kernel id {next(k for k in kernel_ids if kernel_ids.count(k) > 1)!r} "
                           "appears twice")
     known = set(graph_ids)
+    if set(map(attrgetter("graph"), kernels)) <= known:
+        return
     for i, kern in enumerate(kernels):
         if kern.graph not in known:
             raise BundleError(f"bundle.kernels[{i}] ({kern.name}) names graph {kern.graph!r}, which is not one of "

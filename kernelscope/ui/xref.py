@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 
 from kernelscope.bundle.io import BundleError, inside, read_text
 from kernelscope.bundle.model import FX_AOT, FX_AOT_JOINT, FX_DYNAMO, FX_POST_GRAD, Bundle, Graph, Kernel
@@ -123,6 +125,10 @@ class BundleIndex:
         return None if kernel is None else self._order[2].get(id(kernel))
 
     def _kernels_in_order(self) -> list[Kernel]:
+        kernels = self.bundle.kernels
+        if list(map(attrgetter("id"), kernels)) == list(chain.from_iterable(map(attrgetter("kernel_ids"),
+                                                                                 self.bundle.graphs))):
+            return list(kernels)  # listed graph by graph already (as every bundle written lists them)
         by_id = {k.id: k for k in self.bundle.kernels}
         out: list[Kernel] = []
         seen: set[str] = set()

@@ -12,17 +12,21 @@ rows a terminal can show are built for the first frame, the rest once it is draw
 
 from __future__ import annotations
 
+from itertools import chain
+from operator import attrgetter
+
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from kernelscope.bundle.kernel_rows import bytes_moved
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.ui.first_frame import eager_rows, once_drawn
 from kernelscope.ui.textual_private.data_table import FastTableRows
 from kernelscope.ui.textual_private.scrollbars import StableScrollbars
-from kernelscope.ui.widgets.kernel_cells import display_name, feeds_next, kernel_moved, moved_cell
+from kernelscope.ui.widgets.kernel_cells import display_name, feeds_next, moved_cell
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
 
@@ -100,7 +104,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.round_trip_ids = set()
         self._marked_graphs = set()
         self._moved_of = {}
-        self._files_of_lines = len({u.file for k in kernels_in_order for u in k.user_lines})
+        self._files_of_lines = len(set(map(attrgetter("file"), chain.from_iterable(
+            map(attrgetter("user_lines"), kernels_in_order)))))
         self._by_graph = {g.id: [] for g in bundle.graphs}
         for k in kernels_in_order:
             self._by_graph.setdefault(k.graph, []).append(k)
@@ -204,12 +209,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return cell
 
     def _sum_moved(self, gid: str) -> str:
-        total = 0
-        for k in self._by_graph.get(gid, []):
-            moved = kernel_moved(k)
-            if moved is None:
-                return ""
-            total += moved * max(1, k.launches)
+        total = bytes_moved(self._by_graph.get(gid, []))
         return short_bytes(total) if self._grouped and total else ""
 
     def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
