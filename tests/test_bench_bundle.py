@@ -235,6 +235,41 @@ def test_bench_of_a_bundle_written_for_other_vectors(tmp_path):
         assert "Traceback" not in proc.stderr
 
 
+def test_the_kernel_list_of_a_benched_job_shows_each_kernels_time_and_each_graphs_sum(opened_cpu_bench):
+    """After a bench the kernel list has a time column; a graph's row holds its kernels' sum."""
+    import asyncio
+
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
+
+    bundle, _ = opened_cpu_bench
+
+    async def rows() -> list[tuple[str, list[str]]]:
+        app = make_app(str(bundle))
+        async with app.run_test(size=(160, 40)) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one(KernelTable)
+            for g in table.bundle.graphs:  # every graph unfolded
+                table._set_open(g.id, True)
+            await pilot.pause()
+            labels = [str(c.label) for c in table.columns.values()]
+            assert labels[-1] == "time", labels
+            return [(key, [str(c) for c in table.get_row(key)]) for key in table._row_ids]
+
+    def us(cell: str) -> float:
+        value, unit = cell.split()
+        return float(value) * (1000 if unit == "ms" else 1)
+
+    shown = asyncio.run(rows())
+    graph_rows = [(i, key) for i, (key, _) in enumerate(shown) if key.startswith(GRAPH_ROW)]
+    assert len(graph_rows) == 2
+    for n, (i, key) in enumerate(graph_rows):
+        end = graph_rows[n + 1][0] if n + 1 < len(graph_rows) else len(shown)
+        kernel_times = [us(cells[-1]) for _, cells in shown[i + 1:end]]
+        assert kernel_times and all(t > 0 for t in kernel_times), shown
+        assert us(shown[i][1][-1]) == pytest.approx(sum(kernel_times), rel=0.02, abs=0.3), (key, shown)
+
+
 def test_counts_come_from_one_graph_before_and_after_a_bench(opened_cpu, opened_cpu_bench):
     """A bundle benched alone counts eager from its AOT graphs: the presentation and the Bench view count
     the same graphs before a bench as the stored bench does after (fx-dynamo before, fx-aot after read

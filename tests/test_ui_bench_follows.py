@@ -13,9 +13,12 @@ from tests.conftest import seeded_cache
 
 
 def test_p_after_a_bench_in_the_explorer_shows_it(cpu_add_relu, tmp_path, monkeypatch):
+    from textual.widgets.data_table import ColumnKey
+
     from kernelscope.ui.app import make_app
     from kernelscope.ui.screens.explorer import ExplorerScreen
     from kernelscope.ui.widgets.bench_view import BenchView
+    from kernelscope.ui.widgets.kernel_table import KernelTable
     from kernelscope.ui.widgets.presentation import PresentationScreen
 
     bundle = tmp_path / "add_relu"
@@ -39,6 +42,8 @@ def test_p_after_a_bench_in_the_explorer_shows_it(cpu_add_relu, tmp_path, monkey
             assert isinstance(app.screen, ExplorerScreen)
             assert "not benched" in await counts_text(pilot)
             assert "device time per line" not in app.screen.query_one("#info").text
+            table = app.screen.query_one(KernelTable)
+            assert ColumnKey("time") not in table.columns  # no time column before a bench
             await pilot.press("b")
             await pilot.pause()
             view = app.screen.query_one(BenchView)
@@ -58,6 +63,10 @@ def test_p_after_a_bench_in_the_explorer_shows_it(cpu_add_relu, tmp_path, monkey
             assert "measured on CPU (" in text and "eager " in text and "compiled " in text
             # the Info pane draws its text again: the bench's device time per line is in it
             assert "device time per line" in app.screen.query_one("#info").text
+            # the kernel list has its time column now, the kernel's time in it
+            (row,) = [table.get_row_at(i) for i in range(table.row_count)]
+            assert ColumnKey("time") in table.columns and str(row[1]).endswith("add_relu_0")
+            assert str(row[-1]).endswith(("µs", "ms")), row
 
     asyncio.run(scenario())
 

@@ -83,6 +83,9 @@ class KernelsPane(Pane):
         self.table.load(self.explorer.bundle, self.explorer.index.kernels_in_order())
         self._search = None
 
+    def forget_bench(self) -> None:
+        self.table.bench_changed()
+
     def show_selection(self, graph, kernel) -> None:
         self.table.set_selected(kernel.id if kernel else None)
 

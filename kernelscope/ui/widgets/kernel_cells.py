@@ -1,11 +1,14 @@
 """What the kernel list shows of a kernel beside its row: its name as the table shows it, the bytes it moves,
-and which kernels of a graph hand their result to the next one through memory (the list's ↓ marks)."""
+its device time after a bench, which kernels of a graph hand their result to the next one through memory
+(the list's ↓ marks), and the list as TSV."""
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.symbolic import moved_per_call
-from kernelscope.units import short_bytes
+from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
 
 
 def kernel_moved(k: Kernel) -> int | None:
@@ -39,3 +42,59 @@ def display_name(k: Kernel) -> str:
         return k.name
     name = k.name.removeprefix("extern_kernels.").removeprefix("torch.ops.")
     return name.removesuffix(".default") or k.name
+
+
+def bench_times(bundle: Bundle) -> dict[str, float]:
+    """Device µs per call of each kernel the bundle's last bench timed (its launches summed), by kernel id;
+    empty before a bench."""
+    bench = bundle.extra.get("bench") if isinstance(bundle.extra, dict) else None
+    run = bench.get("run") if isinstance(bench, dict) else None
+    rows = run.get("per_kernel") if isinstance(run, dict) else None
+    out: dict[str, float] = {}
+    for row in rows if isinstance(rows, list) else ():
+        us = row.get("us") if isinstance(row, dict) else None
+        kid = row.get("kernel_id") if isinstance(row, dict) else None
+        if isinstance(kid, str) and kid and isinstance(us, (int, float)) and not isinstance(us, bool):
+            out[kid] = out.get(kid, 0.0) + float(us)
+    return out
+
+
+def time_cell(us: float | None) -> str:
+    """A device time as the list shows it (``12.3 µs``, ``1.84 ms``: a column of four digits); '' where
+    nothing was timed."""
+    if us is None:
+        return ""
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} µs"
+
+
+def tsv_lines(kernels: list[Kernel]) -> list[str]:
+    """The kernels as TSV rows under a header, numbered in list order (what `c` copies)."""
+    lines = ["#\tkind\tnodes\tread\twritten\tuser lines\tkernel\tgraph"]
+    for n, k in enumerate(kernels, 1):
+        lines.append(f"{n}\t{k.kind}\t{k.node_count}\t{fmt_bytes(k.bytes_read)}\t{fmt_bytes(k.bytes_written)}\t"
+                     + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
+    return lines
+
+
+# Long names lose their decoration (``triton_poi_fused_``: the kind column says it), then their middle
+# (``add_…_relu_0``), so that the numbers after them stay in view at any width.
+def name_cell(k: Kernel, width: int | None = None) -> Text:
+    """A kernel's name cell within ``width`` cells (None: whole), its launch count after it (``×3``)."""
+    suffix = f" ×{k.launches}" if k.launches > 1 else ""
+    shown = display_name(k)
+    name = Text(shorten_kernel_name(shown, max(width - len(suffix), 8)) if width else shown,
+                style="italic" if k.lang == "extern" else "bold")
+    if suffix:
+        name.append(suffix, style="dim")
+    return name
+
+
+def graph_label(g: Graph, n: int, fold: str, width: int | None = None) -> Text:
+    """A graph's row label (``▾ forward graph 1/0 · 22 kernels``) within ``width`` cells."""
+    # Narrower, words go before the graph's id and count do: what tells one row from the next stays whole.
+    forms = [f"{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}", f"{g.kind} {g.compile_id} · {n}",
+             f"{g.kind[:3]} {g.compile_id} · {n}", f"{g.compile_id} · {n}"]
+    text = next((fold + f for f in forms if not width or len(fold + f) <= width), None)
+    if text is None:
+        text = fold + shorten_middle(g.compile_id, max((width or 0) - len(fold), 4))
+    return Text(text, style="bold italic")

@@ -26,9 +26,18 @@ from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.ui.first_frame import eager_rows, once_drawn
 from kernelscope.ui.textual_private.data_table import FastTableRows
 from kernelscope.ui.textual_private.scrollbars import StableScrollbars
-from kernelscope.ui.widgets.kernel_cells import display_name, feeds_next, moved_cell
+from kernelscope.ui.widgets.kernel_cells import (
+    bench_times,
+    display_name,
+    feeds_next,
+    graph_label,
+    moved_cell,
+    name_cell,
+    time_cell,
+    tsv_lines,
+)
 from kernelscope.ui.xref import KIND_TAGS
-from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
+from kernelscope.units import base_name, plural, short_bytes
 
 GRAPH_ROW = "graph:"
 MIN_NAME = 12  # the name column's narrowest width
@@ -88,6 +97,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self._rows_made = 0  # counts the row sets built: what was measured of one is kept (see _measured)
         self._measured: tuple[int, int, int] | None = None  # (rows made, other columns' cells, longest name)
         self._files_of_lines = 0  # how many files the kernels' user lines are in
+        self._times: dict[str, float] = {}  # device µs per call by kernel id after a bench: the time column
 
     def on_mount(self) -> None:
         # Labels as Text: a str label is read as markup, and rich's markup loads its emoji table (~3 ms of
@@ -99,6 +109,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
 
     def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
         self.bundle = bundle
+        self._times = bench_times(bundle)
+        self._time_column()
         ids = list(map(attrgetter("id"), kernels_in_order))  # a job's 15,600: each pass below at C speed
         self.kernels = dict(zip(ids, kernels_in_order))
         self.graphs = {g.id: g for g in bundle.graphs}
@@ -127,6 +139,25 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.settle_dimensions()  # the first layout sizes the table by its rows, not a frame later
         if self._later:
             once_drawn(self, self._build_later)
+
+    def _time_column(self) -> None:
+        """A time column while the bundle holds a bench's times (a graph's row: its kernels' sum)."""
+        key = ColumnKey("time")
+        if self._times and key not in self.columns:
+            self.add_column(Text("time"), key="time")
+        elif not self._times and key in self.columns:
+            self.remove_column(key)
+
+    def bench_changed(self) -> None:
+        """A bench stored its times: the time column drawn again, the cursor where it was."""
+        self._times = bench_times(self.bundle) if self.bundle else {}
+        self._time_column()
+        self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
+        self.settle_dimensions()
+
+    def _graph_time(self, gid: str) -> str:
+        timed = [self._times[k.id] for k in self._by_graph.get(gid, []) if k.id in self._times]
+        return time_cell(sum(timed)) if timed else ""
 
     def _visible(self) -> list[str]:
         rows = []
@@ -172,7 +203,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             if key.startswith(GRAPH_ROW):
                 gid = key[len(GRAPH_ROW):]
                 self.add_row(Text(), self._graph_label(self.graphs[gid], self._name_width), Text(), Text(),
-                             Text(self._graph_moved(gid)), Text(), key=key)
+                             Text(self._graph_moved(gid)), Text(),
+                             *([Text(self._graph_time(gid))] if self._times else []), key=key)
             else:
                 self.add_row(*self._cells(self.kernels[key]), key=key)
 
@@ -188,19 +220,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self._row_ids += later
         self._fit()
         self.settle_dimensions()
-    # Long names lose their decoration (``triton_poi_fused_``: the kind column says it), then their middle
-    # (``add_…_relu_0``), so that the numbers after them (nodes, bytes moved, user lines) and the end of
-    # the name that tells kernels apart always stay in view, at any width.
     def _graph_label(self, g: Graph, width: int | None = None) -> Text:
-        n = len(self._by_graph.get(g.id, []))
         fold = ("▾ " if g.id in self._open else "▸ ") if self._grouped else ""
-        # Narrower, words go before the graph's id and count do: what tells one row from the next stays whole.
-        forms = [f"{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}", f"{g.kind} {g.compile_id} · {n}",
-                 f"{g.kind[:3]} {g.compile_id} · {n}", f"{g.compile_id} · {n}"]
-        text = next((fold + f for f in forms if not width or len(fold + f) <= width), None)
-        if text is None:
-            text = fold + shorten_middle(g.compile_id, max((width or 0) - len(fold), 4))
-        return Text(text, style="bold italic")
+        return graph_label(g, len(self._by_graph.get(g.id, [])), fold, width)
 
     def _graph_moved(self, gid: str) -> str:
         """Bytes the graph's kernels move per call (every launch), '' when a size is symbolic."""
@@ -212,15 +234,6 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
     def _sum_moved(self, gid: str) -> str:
         total = bytes_moved(self._by_graph.get(gid, []))
         return short_bytes(total) if self._grouped and total else ""
-
-    def _name_cell(self, k: Kernel, width: int | None = None) -> Text:
-        suffix = f" ×{k.launches}" if k.launches > 1 else ""
-        shown = display_name(k)
-        name = Text(shorten_kernel_name(shown, max(width - len(suffix), 8)) if width else shown,
-                    style="italic" if k.lang == "extern" else "bold")
-        if suffix:
-            name.append(suffix, style="dim")
-        return name
 
     def _measure_other_widths(self) -> int:
         """Cells taken by every column but the name (padding included), from the rows about to be shown (those
@@ -238,10 +251,11 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         widths = {"mark": 1}
         for key in self._row_ids + self._later:
             if key.startswith(GRAPH_ROW):
-                cells = ["", "", self._graph_moved(key[len(GRAPH_ROW):]), ""]
+                gid = key[len(GRAPH_ROW):]
+                cells = ["", "", self._graph_moved(gid), "", self._graph_time(gid) if self._times else ""]
             else:
                 cells = [c.plain for c in self._cells(self.kernels[key])[2:]]
-            for col, text in zip(("kind", "nodes", "moved", "line"), cells):
+            for col, text in zip(("kind", "nodes", "moved", "line", "time"), cells):
                 widths[col] = max(widths.get(col, 0), len(text))
         self._other_widths = widths
         total = 0
@@ -282,7 +296,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
             widest, widest_len = None, -1
             for key in self._row_ids:
                 cell = (self._graph_label(self.graphs[key[len(GRAPH_ROW):]], width) if key.startswith(GRAPH_ROW)
-                        else self._name_cell(self.kernels[key], width))
+                        else name_cell(self.kernels[key], width))
                 self.update_cell(key, "name", cell)
                 if cell.cell_len > widest_len:
                     widest, widest_len = (key, cell), cell.cell_len
@@ -298,7 +312,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
 
     def _cells(self, k: Kernel) -> list:
-        return self._cells_named(k, self._name_cell(k, self._name_width))
+        return self._cells_named(k, name_cell(k, self._name_width))
 
     def _cells_named(self, k: Kernel, name: Text) -> list:
         if self._files_of_lines > 1:  # a module over several files: a number alone does not say which
@@ -309,7 +323,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         nodes = str(k.node_count) if k.node_count else "-"
         # Text, not str: DataTable reads a str cell as markup (rich's markup parser, and its emoji table).
         return [self._mark(k.id), name, Text(KIND_TAGS.get(k.kind, k.kind[:3])), Text(nodes),
-                Text(moved_cell(k, self._graph_of(k))), Text(lines or "-")]
+                Text(moved_cell(k, self._graph_of(k))), Text(lines or "-"),
+                *([Text(time_cell(self._times.get(k.id)))] if self._times else [])]
 
     def _mark(self, kid: str) -> Text:
         if kid == self.selected_id:
@@ -428,14 +443,6 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.post_message(self.Opened(kernel))
 
     def action_copy(self) -> None:
-        lines = ["#\tkind\tnodes\tread\twritten\tuser lines\tkernel\tgraph"]
-        n = 0
-        for kid in self._entries:
-            k = self.kernels.get(kid)
-            if k is None:
-                continue
-            n += 1
-            lines.append(f"{n}\t{k.kind}\t{k.node_count}\t{fmt_bytes(k.bytes_read)}\t{fmt_bytes(k.bytes_written)}\t"
-                         + ",".join(f"{base_name(u.file)}:{u.line}" for u in k.user_lines) + f"\t{k.name}\t{k.graph}")
-        self.app.copy_to_clipboard("\n".join(lines) + "\n")
-        self.notify(f"copied {plural(n, 'kernel')} as TSV (OSC 52)", timeout=2)
+        kernels = [k for kid in self._entries if (k := self.kernels.get(kid)) is not None]
+        self.app.copy_to_clipboard("\n".join(tsv_lines(kernels)) + "\n")
+        self.notify(f"copied {plural(len(kernels), 'kernel')} as TSV (OSC 52)", timeout=2)
