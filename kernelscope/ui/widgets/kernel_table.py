@@ -255,7 +255,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                 cells = ["", "", self._graph_moved(gid), "", self._graph_time(gid) if self._times else ""]
             else:
                 cells = [c.plain for c in self._cells(self.kernels[key])[2:]]
-            for col, text in zip(("kind", "nodes", "moved", "line", "time"), cells):
+            for col, text in zip(("kind", "nodes", "moved", "line", "time") if self._times else
+                                 ("kind", "nodes", "moved", "line"), cells):
                 widths[col] = max(widths.get(col, 0), len(text))
         self._other_widths = widths
         total = 0
