@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from operator import attrgetter
+
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.origin import run_state
 from kernelscope.bundle.symbolic import is_symbolic
@@ -14,9 +17,8 @@ from kernelscope.units import base_name, fmt_bytes, plural
 def count_parts(b: Bundle) -> tuple[list[str], str]:
     """The counts a header must keep (graphs, kernels, breaks, recompiles) and the kernel kinds, which
     it may drop when narrow."""
-    n_tr = sum(1 for k in b.kernels if k.lang == "triton")
-    n_cpp = sum(1 for k in b.kernels if k.lang == "cpp")
-    n_ext = sum(1 for k in b.kernels if k.lang == "extern")
+    langs = Counter(map(attrgetter("lang"), b.kernels))  # one pass at C speed: a job's 15,600 before its first frame
+    n_tr, n_cpp, n_ext = langs["triton"], langs["cpp"], langs["extern"]
     kinds = ", ".join(f"{n} {what}" for n, what in ((n_tr, "Triton"), (n_cpp, "C++"), (n_ext, "extern")) if n)
     parts = [plural(len(b.graphs), "graph"), plural(len(b.kernels), "kernel"), plural(len(b.graph_breaks), "break")]
     failed = sum(1 for g in b.graphs if g.failure)  # a compile that raised: said at every width, as a count is
