@@ -51,6 +51,10 @@ def test_bf16_chain_with_float32_inside_passes_where_a_fixed_tolerance_cried_mis
     assert verdict["compiled_rmse"] < verdict["eager_rmse"]
     line = verdict_line(verdict)
     assert line.startswith("correctness OK: vs a float64 run (output 0): compiled rmse ")
+    # the errors come with the size of what they are errors of
+    expected = float(torch.sqrt(torch.mean(e.double() ** 2)))
+    assert verdict["reference_rms"] == pytest.approx(expected, rel=0.05)
+    assert f", on values of rms {verdict['reference_rms']:.3g}; rule: " in line
     assert "rule: compiled's rmse vs float64 <= 3x eager's" in line
 
 

@@ -70,6 +70,8 @@ def _judge_float(what: str, e64: torch.Tensor, c64: torch.Tensor, r64: torch.Ten
         row["compiled_rmse"] = _rmse(c64, r64)
         row["eager_max_abs"] = _max_abs(e64, r64)
         row["compiled_max_abs"] = _max_abs(c64, r64)
+        # The reference's own size: an rmse of 1.4 says little until one knows the output's values run to ~40.
+        row["reference_rms"] = float(torch.sqrt(torch.mean(r64 ** 2))) if r64.numel() else 0.0
         m = multiplier(dtype, e64.numel())
         row["multiplier"] = m
         row["rule"] = RULE.format(ref=ref, m=m, floor=tol / 10)
@@ -189,7 +191,7 @@ def _summary(rows: list[dict[str, Any]], with_ref: int, no_reference: str,
         worst = (max(pool, key=lambda r: (r["compiled_rmse"] + 1e-30) / (r["eager_rmse"] + 1e-30)) if pool
                  else max(judged, key=lambda r: r["compiled_rmse"]))  # all allclose: the furthest from float64
         out["worst"] = worst["what"]
-        for key in ("eager_rmse", "compiled_rmse", "eager_max_abs", "compiled_max_abs"):
+        for key in ("eager_rmse", "compiled_rmse", "eager_max_abs", "compiled_max_abs", "reference_rms"):
             out[key] = float(f"{worst[key]:.3g}")
         out["rule"] = worst["rule"]
         out["within_allclose"] = len(judged) - len(by_rmse)

@@ -178,6 +178,8 @@ def verdict_line(c: dict[str, Any]) -> str:
         ref = c.get("reference") if c.get("reference") not in (None, "none") else "float64"
         errors = (f"compiled rmse {c['compiled_rmse']:.3g} (max abs {c['compiled_max_abs']:.3g}), eager rmse "
                   f"{c['eager_rmse']:.3g} (max abs {c['eager_max_abs']:.3g})")
+        if isinstance(c.get("reference_rms"), (int, float)):  # records before this field say no scale
+            errors += f", on values of rms {c['reference_rms']:.3g}"
         if c.get("ok") and c.get("allclose_tol") is not None:
             # Every tensor matched eager closely: that decided, and the float64 errors are what it looked like.
             n = c.get("within_allclose") or c.get("tensors")
