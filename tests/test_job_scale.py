@@ -427,6 +427,8 @@ def _field(m: dict, name: str) -> int:
     (lambda m: m["kernels"][7].__setitem__(_field(m, "user_lines"), [-1]), "bundle.kernels[7].user_lines names a line"),
     (lambda m: m["kernel_fields"].__setitem__(_field(m, "name"), "nom"), "bundle.kernels[0] has no name"),
     (lambda m: m["kernel_fields"].__setitem__(1, "id"), "bundle.kernel_fields should be a list of distinct field names"),
+    (lambda m: m["kernels"][3].__setitem__(_field(m, "graph"), "nope"), "bundle.kernels[3] ("),
+    (lambda m: m["kernels"][1].__setitem__(_field(m, "id"), m["kernels"][0][_field(m, "id")]), "appears twice"),
     # format 3 (the last release): each kernel an object
     (lambda m: _as_objects(m)["kernels"][0].__setitem__("name", 5), "bundle.kernels[0].name"),
     (lambda m: _as_objects(m)["kernels"][3].__setitem__("name", None), "bundle.kernels[3].name"),
@@ -451,6 +453,27 @@ def test_a_damaged_kernel_entry_of_a_jobs_index_is_named(job, tmp_path, change, 
     with pytest.raises(BundleError) as err:
         read_bundle(copy)
     assert words in str(err.value), str(err.value)
+
+
+def test_a_forged_bench_record_puts_no_impossible_time_in_the_kernel_list(job):
+    """A bench record's times are checked where the list reads them: a time that is not a finite number of
+    at most 1,000 s, or a row naming no kernel of the bundle, is no time; a graph some of whose kernels have
+    no time says its sum is at least that."""
+    from kernelscope.ui.widgets.kernel_cells import bench_times, graph_time_cell
+
+    _, bundle = job
+    b = read_bundle(bundle)
+    g = b.graphs[0]
+    ks = [k for k in b.kernels if k.graph == g.id]
+    b.extra["bench"] = {"run": {"per_kernel": [
+        {"kernel_id": ks[0].id, "us": 1e300}, {"kernel_id": ks[1].id, "us": -5.0},
+        {"kernel_id": ks[2].id, "us": 7.5}, {"kernel_id": ks[2].id, "us": True}, {"kernel_id": ks[2].id, "us": 2.5},
+        {"kernel_id": "0-0-forward/not_in_this_bundle", "us": 3.0}, {"kernel_id": ks[3].id, "us": float("nan")}]}}
+    times = bench_times(b)
+    assert times == {ks[2].id: 10.0}
+    assert graph_time_cell(ks, times) == "≥10.0 µs"
+    assert graph_time_cell(ks[2:3], times) == "10.0 µs" and graph_time_cell(ks[:2], times) == ""
+    assert graph_time_cell(ks, {k.id: 600.0 for k in ks}) == f"{len(ks) * 0.6:.2f} ms"
 
 
 def test_a_format_3_index_reads_as_its_format_4_copy(job, tmp_path):

@@ -18,6 +18,7 @@ Objects (format 2 and 3, and an index built in memory) are still read.
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import chain, repeat
 from typing import Any
 
@@ -31,6 +32,9 @@ FIGURES = ("bytes_read", "bytes_written", "bytes_bound", "fx_nodes")
 FIGURE_HINTS = {"bytes_read": "int | None", "bytes_written": "int | None", "bytes_bound": "bool", "fx_nodes": "int"}
 FIGURE_DEFAULTS = {"bytes_read": None, "bytes_written": None, "bytes_bound": False, "fx_nodes": 0}
 ROW_FIELDS = (*KERNEL_INDEX, "user_lines", *FIGURES)
+# build_kernels fills a field a kernel lacks with its plain default, one value shared by every kernel: a
+# mutable default (a list field with a default_factory) would be one list shared by all. None has one.
+assert all(Kernel.__dataclass_fields__[f].default_factory is dataclasses.MISSING for f in KERNEL_INDEX)
 REQUIRED = ("id", "graph", "name", "kind", "lang", "launch_index")
 _TYPES = {"str": (str,), "int": (int,), "bool": (bool,), "str|None": (str, type(None)),
           "int|None": (int, type(None))}
@@ -120,8 +124,6 @@ def build_kernels(columns: dict[str, Any], count: int, line_table: list[UserLine
     """The index's kernels from checked columns: plain fields as given (a field a kernel lacks takes its
     default), user lines looked up in the lines table, the figures kept (a tuple in FIGURES' order) for
     model.Kernel's properties."""
-    import dataclasses
-
     names, values = [], []
     for f in dataclasses.fields(Kernel):
         if f.name not in KERNEL_INDEX:

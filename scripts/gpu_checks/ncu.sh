@@ -23,13 +23,14 @@ step 20 lines.txt $KS show $B --lines
 step 20 compile.txt $KS show $B --compile
 K=$(python3 - "$B" <<'PY'
 import json, sys
+from kernelscope.bundle.kernel_rows import kernel_entries  # bundle.json's kernels in any format
 b = json.load(open(sys.argv[1] + "/bundle.json"))
 run = (b.get("extra", {}).get("bench") or {}).get("run") or {}
 t = {}
 for r in run.get("per_kernel") or []:
     if r.get("us") is not None and "triton" in r.get("name", ""):
         t[r["name"]] = t.get(r["name"], 0) + r["us"]
-names = sorted(t, key=lambda n: -t[n])[:3] or [k["name"] for k in b["kernels"] if k["lang"] == "triton"][:3]
+names = sorted(t, key=lambda n: -t[n])[:3] or [k["name"] for k in kernel_entries(b) if k["lang"] == "triton"][:3]
 print(",".join(names))
 PY
 )

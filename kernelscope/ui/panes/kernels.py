@@ -84,6 +84,7 @@ class KernelsPane(Pane):
         self._search = None
 
     def forget_bench(self) -> None:
+        """A bench stored its times: the list's time column drawn again."""
         self.table.bench_changed()
 
     def show_selection(self, graph, kernel) -> None:

@@ -4,6 +4,8 @@ its device time after a bench, which kernels of a graph hand their result to the
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from rich.text import Text
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
@@ -44,17 +46,24 @@ def display_name(k: Kernel) -> str:
     return name.removesuffix(".default") or k.name
 
 
+MAX_LAUNCH_US = 1e9  # a launch timed at over 1,000 s is no measurement (a damaged or forged record)
+
+
 def bench_times(bundle: Bundle) -> dict[str, float]:
-    """Device µs per call of each kernel the bundle's last bench timed (its launches summed), by kernel id;
-    empty before a bench."""
+    """Device µs per call of each of the bundle's kernels the last bench timed (its launches summed), by
+    kernel id; empty before a bench. A time that is not a finite number in [0, MAX_LAUNCH_US] counts as not
+    timed, and a row naming no kernel of the bundle (a bench of an earlier capture) is left out."""
     bench = bundle.extra.get("bench") if isinstance(bundle.extra, dict) else None
     run = bench.get("run") if isinstance(bench, dict) else None
     rows = run.get("per_kernel") if isinstance(run, dict) else None
+    if not isinstance(rows, list) or not rows:
+        return {}
+    known = set(map(attrgetter("id"), bundle.kernels))
     out: dict[str, float] = {}
-    for row in rows if isinstance(rows, list) else ():
+    for row in rows:
         us = row.get("us") if isinstance(row, dict) else None
         kid = row.get("kernel_id") if isinstance(row, dict) else None
-        if isinstance(kid, str) and kid and isinstance(us, (int, float)) and not isinstance(us, bool):
+        if kid in known and type(us) in (int, float) and 0 <= us <= MAX_LAUNCH_US:
             out[kid] = out.get(kid, 0.0) + float(us)
     return out
 
@@ -65,6 +74,12 @@ def time_cell(us: float | None) -> str:
     if us is None:
         return ""
     return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} µs"
+
+
+def graph_time_cell(kernels: list[Kernel], times: dict[str, float]) -> str:
+    """A graph row's time: its kernels' times summed, ``≥`` before it where some of them have none."""
+    timed = [times[k.id] for k in kernels if k.id in times]
+    return ("" if len(timed) == len(kernels) else "≥") + time_cell(sum(timed)) if timed else ""
 
 
 def tsv_lines(kernels: list[Kernel]) -> list[str]:

@@ -31,6 +31,7 @@ from kernelscope.ui.widgets.kernel_cells import (
     display_name,
     feeds_next,
     graph_label,
+    graph_time_cell,
     moved_cell,
     name_cell,
     time_cell,
@@ -156,8 +157,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.settle_dimensions()
 
     def _graph_time(self, gid: str) -> str:
-        timed = [self._times[k.id] for k in self._by_graph.get(gid, []) if k.id in self._times]
-        return time_cell(sum(timed)) if timed else ""
+        return graph_time_cell(self._by_graph.get(gid, []), self._times)
 
     def _visible(self) -> list[str]:
         rows = []
