@@ -72,7 +72,7 @@ def job_compiles(b: Bundle, read_text=None) -> tuple[list[int | None], list[JobC
         kernels_of.setdefault(k.graph, []).append(k)
     timed = {c.get("compile_id"): c for c in (b.section("compile_time") or {}).get("compiles", [])
              if isinstance(c, dict)} if isinstance(b.extra, dict) else {}
-    device = _device_us_by_kernel(b)
+    device = device_us_by_kernel(b)
     compiles: dict[str, JobCompile] = {}
     ranks: set[int | None] = set()
     for g in b.graphs:
@@ -130,18 +130,30 @@ def _cache_text(fx: str, inductor: str) -> str:
     return f"cache {fx or inductor}" if fx or inductor else ""
 
 
-def _time(us: float) -> str:
+def short_time(us: float) -> str:
+    """A device time in a column of four digits: ``12.3 µs``, ``1.84 ms``."""
     return f"{us:.1f} µs" if us < 1000 else f"{us / 1000:.2f} ms"
 
 
-def _device_us_by_kernel(b: Bundle) -> dict[str, float]:
-    """After a bench: each kernel's device time in one compiled call (its launches' µs added up)."""
+MAX_LAUNCH_US = 1e9  # a launch timed at over 1,000 s is no measurement (a damaged or forged record)
+
+
+def device_us_by_kernel(b: Bundle) -> dict[str, float]:
+    """After a bench: each of the bundle's kernels' device time in one compiled call (its launches' µs
+    added up), by kernel id; {} before a bench. A time that is not a number in [0, MAX_LAUNCH_US] (NaN,
+    1e300, -5, true) is no time, and a row naming no kernel of the bundle (a bench of an earlier capture)
+    is left out."""
     bench = b.extra.get("bench") if isinstance(b.extra, dict) else None
     run = bench.get("run") if isinstance(bench, dict) else None
+    rows = run.get("per_kernel") if isinstance(run, dict) else None
+    if not isinstance(rows, list) or not rows:
+        return {}
+    known = {k.id for k in b.kernels}
     out: dict[str, float] = {}
-    for row in (run.get("per_kernel") or []) if isinstance(run, dict) else []:
-        if isinstance(row, dict) and row.get("kernel_id") and isinstance(row.get("us"), (int, float)):
-            out[row["kernel_id"]] = out.get(row["kernel_id"], 0.0) + float(row["us"])
+    for row in rows:
+        kid, us = (row.get("kernel_id"), row.get("us")) if isinstance(row, dict) else (None, None)
+        if kid in known and type(us) in (int, float) and 0 <= us <= MAX_LAUNCH_US:
+            out[kid] = out.get(kid, 0.0) + float(us)
     return out
 
 
@@ -218,7 +230,7 @@ def job_text(b: Bundle, read_text=None) -> list[str]:
                     ("guards", lambda rc: "no compile record" if rc.guards is None else str(rc.guards))]
             if any(rc.device_us is not None for rc in jc.by_rank.values()):
                 rows.append(("device time (bench)", lambda rc: "not timed" if rc.device_us is None
-                             else _time(rc.device_us)))
+                             else short_time(rc.device_us)))
             if any(rc.collectives for rc in jc.by_rank.values()):
                 rows.append(("collectives", lambda rc: ", ".join(f"{n} {op}" for op, n in sorted(rc.collectives.items()))
                              or "none"))

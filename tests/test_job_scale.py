@@ -459,7 +459,8 @@ def test_a_forged_bench_record_puts_no_impossible_time_in_the_kernel_list(job):
     """A bench record's times are checked where the list reads them: a time that is not a finite number of
     at most 1,000 s, or a row naming no kernel of the bundle, is no time; a graph some of whose kernels have
     no time says its sum is at least that."""
-    from kernelscope.ui.widgets.kernel_cells import bench_times, graph_time_cell
+    from kernelscope.job_view import device_us_by_kernel
+    from kernelscope.ui.widgets.kernel_cells import graph_time_cell
 
     _, bundle = job
     b = read_bundle(bundle)
@@ -469,7 +470,7 @@ def test_a_forged_bench_record_puts_no_impossible_time_in_the_kernel_list(job):
         {"kernel_id": ks[0].id, "us": 1e300}, {"kernel_id": ks[1].id, "us": -5.0},
         {"kernel_id": ks[2].id, "us": 7.5}, {"kernel_id": ks[2].id, "us": True}, {"kernel_id": ks[2].id, "us": 2.5},
         {"kernel_id": "0-0-forward/not_in_this_bundle", "us": 3.0}, {"kernel_id": ks[3].id, "us": float("nan")}]}}
-    times = bench_times(b)
+    times = device_us_by_kernel(b)
     assert times == {ks[2].id: 10.0}
     assert graph_time_cell(ks, times) == "≥10.0 µs"
     assert graph_time_cell(ks[2:3], times) == "10.0 µs" and graph_time_cell(ks[:2], times) == ""

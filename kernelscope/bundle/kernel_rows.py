@@ -23,7 +23,7 @@ from itertools import chain, repeat
 from typing import Any
 
 from kernelscope.bundle.model import KERNEL_DETAIL, BundleError, Kernel, UserLine
-from kernelscope.bundle.validate import _check, _hints
+from kernelscope.bundle.validate import _FAST, _check, _hints
 
 # Kernel fields the index keeps (the rest is detail); user_lines are ids into the lines table.
 KERNEL_INDEX = tuple(f for f in Kernel.__dataclass_fields__ if f not in KERNEL_DETAIL and f != "user_lines")
@@ -36,8 +36,6 @@ ROW_FIELDS = (*KERNEL_INDEX, "user_lines", *FIGURES)
 # mutable default (a list field with a default_factory) would be one list shared by all. None has one.
 assert all(Kernel.__dataclass_fields__[f].default_factory is dataclasses.MISSING for f in KERNEL_INDEX)
 REQUIRED = ("id", "graph", "name", "kind", "lang", "launch_index")
-_TYPES = {"str": (str,), "int": (int,), "bool": (bool,), "str|None": (str, type(None)),
-          "int|None": (int, type(None))}
 _MISSING = object()
 
 
@@ -79,7 +77,7 @@ def check_columns(columns: dict[str, Any], count: int, *, gaps: bool) -> None:
             if name in REQUIRED and count:
                 raise BundleError(f"bundle.kernels[0] has no {name}")
             continue
-        allowed = _TYPES.get(hint.replace(" ", ""))
+        allowed = _FAST.get(hint.replace(" ", ""))
         types = set(map(type, values)) - {object}
         if gaps and name in REQUIRED and _MISSING in values:
             types.add(object)  # the one-value check names the entry
@@ -162,19 +160,3 @@ def _with_default(col: Any, default: Any, gaps: bool, count: int = 0) -> Any:
         return [default if v is _MISSING else v for v in col]
     return col
 
-
-def bytes_moved(kernels: list[Kernel]) -> int | None:
-    """Bytes ``kernels`` read and write in all, each launch counted; None when one's size is symbolic. The
-    index's figures are read straight from each kernel whose detail is still on disk: a job's kernel list
-    sums its thousand graphs' rows before its first frame."""
-    total = 0
-    for k in kernels:
-        d = k.__dict__
-        if d.get("_detail") is not None:
-            r, w = d["_index"][0], d["_index"][1]
-        else:
-            r, w = k.bytes_read, k.bytes_written
-        if r is None or w is None:
-            return None
-        total += (r + w) * max(1, d.get("launches", 1))
-    return total

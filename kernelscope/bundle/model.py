@@ -166,35 +166,35 @@ class Kernel(_Lazy):
     triton: list[TritonVariant] = field(default_factory=list)
     kernel_path: str = ""  # the kernel file path Inductor wrote (normalised), for loc() matching
 
-    # The index's figures (format 2; ``_index`` holds them in kernel_rows.FIGURES' order) answer these
-    # without reading the detail file; once it is read (or for a kernel built in memory) they are worked
-    # out from the buffers.
+    # The index's figures (format 2; ``_index``, in kernel_rows.FIGURES' order) answer these while the
+    # detail file is unread, else the buffers do. Inline, two lookups (a job's list asks 15,600 kernels):
+    # ``_index`` first, as a loader on another thread sets the detail, ``_detail`` = None, then drops it.
     @property
     def bytes_read(self) -> int | None:
         """Bytes read per launch: what its loads reach of each buffer (a gather's rows, a slice's
         extent), else the whole buffer."""
-        if not self.detail_loaded:
-            return self.__dict__["_index"][0]
+        if (ix := self.__dict__.get("_index")) is not None and self.__dict__.get("_detail") is not None:
+            return ix[0]
         return _sum_bytes(self.buffers, ("read", "readwrite"), reading=True)
 
     @property
     def bytes_written(self) -> int | None:
-        if not self.detail_loaded:
-            return self.__dict__["_index"][1]
+        if (ix := self.__dict__.get("_index")) is not None and self.__dict__.get("_detail") is not None:
+            return ix[1]
         return _sum_bytes(self.buffers, ("write", "readwrite"))
 
     @property
     def bytes_bound(self) -> bool:
         """bytes_read is an upper bound (a gather reads at most its index count of rows)."""
-        if not self.detail_loaded:
-            return self.__dict__["_index"][2]
+        if (ix := self.__dict__.get("_index")) is not None and self.__dict__.get("_detail") is not None:
+            return ix[2]
         return any(b.read_bound for b in self.buffers if b.role in ("read", "readwrite"))
 
     @property
     def node_count(self) -> int:
         """How many post-grad FX nodes it runs (len(fx_nodes)), from the index while the detail is unread."""
-        if not self.detail_loaded:
-            return self.__dict__["_index"][3]
+        if (ix := self.__dict__.get("_index")) is not None and self.__dict__.get("_detail") is not None:
+            return ix[3]
         return len(self.fx_nodes)
 
 

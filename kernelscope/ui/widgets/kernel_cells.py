@@ -4,18 +4,28 @@ its device time after a bench, which kernels of a graph hand their result to the
 
 from __future__ import annotations
 
-from operator import attrgetter
-
 from rich.text import Text
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.symbolic import moved_per_call
+from kernelscope.job_view import short_time
 from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten_kernel_name, shorten_middle
 
 
 def kernel_moved(k: Kernel) -> int | None:
     r, w = k.bytes_read, k.bytes_written
     return None if r is None or w is None else r + w
+
+
+def graph_moved(kernels: list[Kernel]) -> int | None:
+    """Bytes a graph's kernels move per call, each launch counted; None when one's size is symbolic."""
+    total = 0
+    for k in kernels:
+        moved = kernel_moved(k)
+        if moved is None:
+            return None
+        total += moved * max(1, k.launches)
+    return total
 
 
 def moved_cell(k: Kernel, graph: Graph | None) -> str:
@@ -46,34 +56,10 @@ def display_name(k: Kernel) -> str:
     return name.removesuffix(".default") or k.name
 
 
-MAX_LAUNCH_US = 1e9  # a launch timed at over 1,000 s is no measurement (a damaged or forged record)
-
-
-def bench_times(bundle: Bundle) -> dict[str, float]:
-    """Device µs per call of each of the bundle's kernels the last bench timed (its launches summed), by
-    kernel id; empty before a bench. A time that is not a finite number in [0, MAX_LAUNCH_US] counts as not
-    timed, and a row naming no kernel of the bundle (a bench of an earlier capture) is left out."""
-    bench = bundle.extra.get("bench") if isinstance(bundle.extra, dict) else None
-    run = bench.get("run") if isinstance(bench, dict) else None
-    rows = run.get("per_kernel") if isinstance(run, dict) else None
-    if not isinstance(rows, list) or not rows:
-        return {}
-    known = set(map(attrgetter("id"), bundle.kernels))
-    out: dict[str, float] = {}
-    for row in rows:
-        us = row.get("us") if isinstance(row, dict) else None
-        kid = row.get("kernel_id") if isinstance(row, dict) else None
-        if kid in known and type(us) in (int, float) and 0 <= us <= MAX_LAUNCH_US:
-            out[kid] = out.get(kid, 0.0) + float(us)
-    return out
-
-
 def time_cell(us: float | None) -> str:
     """A device time as the list shows it (``12.3 µs``, ``1.84 ms``: a column of four digits); '' where
     nothing was timed."""
-    if us is None:
-        return ""
-    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} µs"
+    return "" if us is None else short_time(us)
 
 
 def graph_time_cell(kernels: list[Kernel], times: dict[str, float]) -> str:

@@ -21,16 +21,16 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
-from kernelscope.bundle.kernel_rows import bytes_moved
 from kernelscope.bundle.model import Bundle, Graph, Kernel
+from kernelscope.job_view import device_us_by_kernel
 from kernelscope.ui.first_frame import eager_rows, once_drawn
 from kernelscope.ui.textual_private.data_table import FastTableRows
 from kernelscope.ui.textual_private.scrollbars import StableScrollbars
 from kernelscope.ui.widgets.kernel_cells import (
-    bench_times,
     display_name,
     feeds_next,
     graph_label,
+    graph_moved,
     graph_time_cell,
     moved_cell,
     name_cell,
@@ -110,7 +110,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
 
     def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
         self.bundle = bundle
-        self._times = bench_times(bundle)
+        self._times = device_us_by_kernel(bundle)
         self._time_column()
         ids = list(map(attrgetter("id"), kernels_in_order))  # a job's 15,600: each pass below at C speed
         self.kernels = dict(zip(ids, kernels_in_order))
@@ -151,7 +151,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
 
     def bench_changed(self) -> None:
         """A bench stored its times: the time column drawn again, the cursor where it was."""
-        self._times = bench_times(self.bundle) if self.bundle else {}
+        self._times = device_us_by_kernel(self.bundle) if self.bundle else {}
         self._time_column()
         self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
         self.settle_dimensions()
@@ -232,7 +232,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return cell
 
     def _sum_moved(self, gid: str) -> str:
-        total = bytes_moved(self._by_graph.get(gid, []))
+        total = graph_moved(self._by_graph.get(gid, []))
         return short_bytes(total) if self._grouped and total else ""
 
     def _measure_other_widths(self) -> int:
