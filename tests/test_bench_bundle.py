@@ -203,6 +203,12 @@ def test_cpu_vector_width_of_a_bundles_cpp_kernels(tmp_path):
     assert vector_bits("auto t = at::vec::Vectorized<c10::BFloat16>::loadu(p + x0, static_cast<int64_t>(32));") == 512
     assert vector_bits("at::vec::VectorizedN<float,2>::loadu(p, static_cast<int64_t>(16))") == 256
     assert vector_bits("out_ptr0[x0] = in_ptr0[x0] + 1;") is None  # not vectorized: built as it is anywhere
+    # A transformers Llama's load (CPU, fp32): its address holds casts and a call of its own; the count is the
+    # load's last argument (the address's 63 read as the count made it "2016-bit" and refused the bench).
+    llama = ("auto tmp0 = at::vec::Vectorized<float>::loadu(in_ptr0 + static_cast<int64_t>(x1 + 1024L*((static_cast"
+             "<int64_t>(x0) % static_cast<int64_t>(63L))) + 65536L*(c10::div_floor_integer(static_cast<int64_t>(x0), "
+             "static_cast<int64_t>(63L)))), static_cast<int64_t>(16));")
+    assert vector_bits(llama) == 512 and vector_bits(llama.replace("(16)", "(8)")) == 256
     assert plan(512, 512, [512, 256]) == (None, "")
     bits, note = plan(256, 512, [512, 256])
     assert bits == 256 and "written for 256-bit vectors (AVX2); compiled for them here" in note

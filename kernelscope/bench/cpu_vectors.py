@@ -17,7 +17,10 @@ import re
 # bytes per element of the Vectorized<T> element types Inductor emits
 _SIZES = {"float": 4, "double": 8, "int64_t": 8, "int32_t": 4, "int16_t": 2, "int8_t": 1, "uint8_t": 1,
           "bfloat16": 2, "BFloat16": 2, "Half": 2, "half": 2, "bool": 1}  # by the name after any namespace
-_LOADU = re.compile(r"Vectorized(N)?<\s*([\w:]+)\s*(?:,\s*(\d+)\s*)?>::loadu\([^;]*?static_cast<int64_t>\((\d+)L?\)\)")
+_LOADU = re.compile(r"Vectorized(N)?<\s*([\w:]+)\s*(?:,\s*(\d+)\s*)?>::loadu\(")
+_PUNCT = re.compile(r"[(),;]")
+# A load's element count, its last argument: ``static_cast<int64_t>(16)`` or ``16``.
+_COUNT = re.compile(r"\s*(?:static_cast<int64_t>\(\s*(\d+)L?\s*\)|(\d+)L?)\s*")
 NAMES = {512: "AVX512", 256: "AVX2", 128: "NEON/SSE"}
 
 
@@ -25,13 +28,35 @@ def vector_bits(source: str) -> int | None:
     """The widest vector a text's C++ kernels load, in bits (512 for AVX512 code); None when no kernel is
     vectorized. A full load of ``Vectorized<T>`` reads one vector (``VectorizedN<T, n>``: n of them)."""
     widest = 0
-    for multi, ctype, n, count in _LOADU.findall(source):
+    for call in _LOADU.finditer(source):
+        multi, ctype, n = call.groups()
         size = _SIZES.get(ctype.split("::")[-1])
-        if not size:
+        count = _COUNT.fullmatch(_last_argument(source, call.end()) or "")
+        if not size or count is None:
             continue
-        bits = int(count) * size * 8 // (int(n) if multi and n else 1)
+        bits = int(count.group(1) or count.group(2)) * size * 8 // (int(n) if multi and n else 1)
         widest = max(widest, bits)
     return widest or None
+
+
+def _last_argument(source: str, start: int) -> str | None:
+    """The last argument of the call whose arguments begin at ``start`` (None past a ``;`` first). The
+    address before it may itself hold ``static_cast<int64_t>(63L)`` and calls (a Llama's
+    ``x1 + 1024L*((x0 % 63L)) + 65536L*div_floor_integer(x0, 63L)``): only the top level counts."""
+    depth, last = 0, start
+    for mark in _PUNCT.finditer(source, start):
+        c = mark.group()
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                return source[last:mark.start()]
+            depth -= 1
+        elif c == "," and depth == 0:
+            last = mark.end()
+        elif c == ";":
+            return None
+    return None
 
 
 def plan(needed: int | None, picked: int, runnable: list[int]) -> tuple[int | None, str]:
