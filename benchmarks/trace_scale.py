@@ -219,7 +219,7 @@ def main() -> int:
             row.update(min_ms=statistics.median(mins), ui_ms=statistics.median(ours))
             from kernelscope.bundle.kernel_rows import kernel_entries
 
-            entries = kernel_entries(json.loads((bundle / "bundle.json").read_text()))
+            entries = kernel_entries(json.loads((bundle / "bundle.json").read_text()), bundle)
             last = entries[-1] if entries else {}
             base, base_paused = asyncio.run(minimal_keys())
             keys, paused, found = asyncio.run(explorer_keys(bundle, last.get("name", "")))

@@ -49,6 +49,25 @@ REF_CASES = ("add_relu", "mul_add_sigmoid", "linear_relu", "linear_relu_autotune
 GPU_FIXTURES = REPO / "tests" / "fixtures" / "gpu"
 
 
+def rewrite_kernel_rows(bundle: Path, change: Callable[[list[list], list[str]], None]) -> None:
+    """A format-5 bundle's kernel rows changed by ``change(rows, fields)`` (a forged bundle): the kernel file
+    written again and the manifest's byte ranges into it moved to match."""
+    import json
+
+    m = json.loads((bundle / "bundle.json").read_text())
+    rows = [json.loads(line) for line in (bundle / "kernel_index.jsonl").read_text().splitlines()]
+    change(rows, m["kernel_fields"])
+    texts = [json.dumps(r) + "\n" for r in rows]
+    offset = 0
+    for g in m["graphs"]:
+        r = g["kernel_rows"]
+        r["offset"] = offset
+        r["length"] = sum(len(t.encode("utf-8")) for t in texts[r["first"]:r["first"] + r["count"]])
+        offset += r["length"]
+    (bundle / "kernel_index.jsonl").write_text("".join(texts), encoding="utf-8")
+    (bundle / "bundle.json").write_text(json.dumps(m))
+
+
 def kernelscope_cmd(*args: str, timeout: float = 600, env: dict | None = None, cwd: str | None = None):
     """Run the CLI as a user would, in a fresh process."""
     full_env = dict(os.environ)

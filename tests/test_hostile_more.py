@@ -114,13 +114,17 @@ def test_check_out_names_a_name_too_long(tmp_path):
         check_out(tmp_path / ("x" * 300), replace=False)
 
 
-def test_a_report_never_overwrites_its_bundles_manifest(tmp_path, capsys):
+@pytest.mark.parametrize("own, what", [("bundle.json", "own manifest"), ("kernel_index.jsonl", "own kernel index")])
+def test_a_report_never_overwrites_its_bundles_manifest(tmp_path, capsys, own, what):
+    from kernelscope.bundle.io import read_bundle, save_manifest
+
     b = _copy(tmp_path, "b")
-    before = (b / "bundle.json").read_bytes()
-    rc = main(["report", str(b), "--format", "json", "-o", str(b / "bundle.json")])
+    save_manifest(read_bundle(b), b)  # written as this release writes it (format 5: a kernel index file)
+    before = (b / own).read_bytes()
+    rc = main(["report", str(b), "--format", "json", "-o", str(b / own)])
     err = capsys.readouterr().err
-    assert rc == 2 and "own manifest" in err
-    assert (b / "bundle.json").read_bytes() == before
+    assert rc == 2 and what in err
+    assert (b / own).read_bytes() == before
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])

@@ -13,7 +13,7 @@ import pytest
 
 from kernelscope.capture.program import tail_lines
 from kernelscope.capture.spec import decode_event
-from tests.conftest import REPO, kernelscope_cmd
+from tests.conftest import REPO, kernelscope_cmd, rewrite_kernel_rows
 
 # OSC title, OSC 52 clipboard, OSC 8 link, CSI, 8-bit CSI/OSC: every kind of sequence a terminal acts on.
 EVIL = "\x1b]0;PWN\x07\x1b]52;c;cHdubmVk\x07\x1b]8;;http://e.example\x1b\\l\x1b]8;;\x1b\\\x1b[2J\x9b31m\x9d0;t\x07"
@@ -102,8 +102,9 @@ def test_a_report_of_forged_compile_phase_function_and_kernel_names_is_clean(tmp
     ct["phases"] = dict(c["phases"])
     ct["kernels"] = [{"compile_id": "0/0", "name": "k" + EVIL, "compile_s": 1.0, "autotune_cache": "",
                       "configs": 1, "kernel_id": "", "autotune_s": None, "total_s": 1.0, "lines": ["a.py:1" + EVIL]}]
-    m["kernels"][0][m["kernel_fields"].index("name")] = "triton_" + EVIL  # format 4: rows under kernel_fields
     (b / "bundle.json").write_text(json.dumps(m))
+    # format 5: rows under kernel_fields, in kernel_index.jsonl
+    rewrite_kernel_rows(b, lambda rows, fields: rows[0].__setitem__(fields.index("name"), "triton_" + EVIL))
     (b / "sections" / "compile_time.json").write_text(json.dumps(ct))
     for fmt in ("md", "html"):
         proc = kernelscope_cmd("report", str(b), "--format", fmt, timeout=120)

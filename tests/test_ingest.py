@@ -96,9 +96,10 @@ def test_partitioned_output_code_still_lists_its_launches():
 def test_manifest_is_plain_json_a_person_can_diff(ref_bundles):
     text = (ref_bundles["add_relu"] / "bundle.json").read_text()
     data = json.loads(text)
-    assert data["schema"] == "kernelscope.bundle" and data["version"] == 4
-    assert text.count("\n") > 12  # a field a line, a kernel a line
-    [kernel] = kernel_entries(data)
+    assert data["schema"] == "kernelscope.bundle" and data["version"] == 5
+    assert text.count("\n") > 12  # a field a line, a graph a line
+    assert (ref_bundles["add_relu"] / "kernel_index.jsonl").read_text().count("\n") == 1  # a kernel a line
+    [kernel] = kernel_entries(data, ref_bundles["add_relu"])
     assert kernel["name"] == "triton_poi_fused_add_relu_0" and kernel["fx_nodes"] == 2  # the index: a count
     assert "buffers" not in kernel  # the detail lives in the graph's own file
     [graph] = data["graphs"]

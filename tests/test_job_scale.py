@@ -135,9 +135,11 @@ def test_the_index_holds_the_job_and_each_graph_keeps_its_own_pairs(job):
     import json
 
     index = json.loads((bundle / "bundle.json").read_text())
-    assert index["version"] == 4 and len(index["kernels"]) == 960
+    assert index["version"] == 5 and index["kernel_count"] == 960 and "kernels" not in index
     assert index["kernel_fields"][:3] == ["id", "graph", "name"] and "kernel_ids" not in index["graphs"][0]
-    assert all("fx_nodes" in k and isinstance(k["fx_nodes"], int) for k in kernel_entries(index))
+    assert index["graphs"][0]["kernel_rows"]["count"] == 22 and index["graphs"][1]["kernel_rows"]["first"] == 22
+    assert len(kernel_entries(index, bundle)) == 960
+    assert all("fx_nodes" in k and isinstance(k["fx_nodes"], int) for k in kernel_entries(index, bundle))
     b = read_bundle(bundle)
     assert not any(g.detail_loaded for g in b.graphs)  # nothing of a graph's detail is read to list the job
     first = b.graphs[0]
@@ -403,6 +405,16 @@ def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(
     assert b.graphs[0].fusion_pairs == [] and any("401-digit number, past any count kernelscope writes; that graph's not-fused pairs are left out" in n for n in b.notes)
 
 
+def _as_format_4(m: dict, bundle: Path) -> dict:
+    """A format-5 index written back as format 4 wrote it: the kernels' rows in the manifest."""
+    m["kernels"] = [json.loads(line) for line in (bundle / "kernel_index.jsonl").read_text().splitlines()]
+    m["version"] = 4
+    del m["kernel_count"]
+    for g in m["graphs"]:
+        del g["kernel_rows"]
+    return m
+
+
 def _as_objects(m: dict) -> dict:
     """A format-4 index written back as format 3 wrote it: each kernel an object."""
     m["kernels"], m["version"] = kernel_entries(m), 3
@@ -446,7 +458,7 @@ def test_a_damaged_kernel_entry_of_a_jobs_index_is_named(job, tmp_path, change, 
     _, bundle = job
     copy = tmp_path / "b"
     copy.mkdir()
-    m = json.loads((bundle / "bundle.json").read_text())
+    m = _as_format_4(json.loads((bundle / "bundle.json").read_text()), bundle)
     assert all(k.get("name") for k in kernel_entries(m)[:8])  # the cases above change a kernel that has them
     change(m)
     (copy / "bundle.json").write_text(json.dumps(m))
@@ -477,13 +489,18 @@ def test_a_forged_bench_record_puts_no_impossible_time_in_the_kernel_list(job):
     assert graph_time_cell(ks, {k.id: 600.0 for k in ks}) == f"{len(ks) * 0.6:.2f} ms"
 
 
-def test_a_format_3_index_reads_as_its_format_4_copy(job, tmp_path):
-    """The last release wrote each kernel as an object and each graph's kernel ids; the same job written as
-    format 4 (rows under one header, ids left to the order) reads back to the same kernels and graphs."""
+@pytest.mark.parametrize("version", [3, 4])
+def test_an_earlier_format_reads_as_its_format_5_copy(job, tmp_path, version):
+    """Format 3 wrote each kernel as an object and each graph's kernel ids, format 4 their rows in the
+    manifest; the same job written as format 5 (rows in kernel_index.jsonl, ids left to the order) reads back
+    to the same kernels and graphs, and an earlier bundle saved again is written as format 5."""
     _, bundle = job
-    old = tmp_path / "v3"
+    old = tmp_path / "old"
     shutil.copytree(bundle, old)
-    m = _as_objects(json.loads((old / "bundle.json").read_text()))
+    (old / "kernel_index.jsonl").unlink()
+    m = _as_format_4(json.loads((bundle / "bundle.json").read_text()), bundle)
+    if version == 3:
+        m = _as_objects(m)
     new = read_bundle(bundle)
     for g, entry in zip(new.graphs, m["graphs"]):
         entry["kernel_ids"] = g.kernel_ids
@@ -494,9 +511,10 @@ def test_a_format_3_index_reads_as_its_format_4_copy(job, tmp_path):
     assert not any(k.detail_loaded for k in new.kernels) and sum(f[0] or 0 for f in figures) > 1 << 20
     assert [(k.bytes_read, k.bytes_written, k.node_count, k.user_lines) for k in b.kernels] == figures
     assert _facts(b) == _facts(new)
-    save_manifest(b, old)  # saved again (a bench record added, say): written as format 4
+    save_manifest(b, old)  # saved again (a bench record added, say): written as format 5
     again = json.loads((old / "bundle.json").read_text())
-    assert again["version"] == 4 and "kernel_fields" in again and _facts(read_bundle(old)) == _facts(new)
+    assert again["version"] == 5 and "kernels" not in again and _facts(read_bundle(old)) == _facts(new)
+    assert (old / "kernel_index.jsonl").read_bytes() == (bundle / "kernel_index.jsonl").read_bytes()
 
 
 def test_report_json_is_strict_json(tmp_path):
@@ -558,7 +576,8 @@ def test_a_format_2_bundle_of_the_last_release_still_opens(job, tmp_path):
     _, bundle = job
     old = tmp_path / "v2"
     shutil.copytree(bundle, old)
-    index = json.loads((old / "bundle.json").read_text())
+    index = _as_objects(_as_format_4(json.loads((old / "bundle.json").read_text()), old))
+    (old / "kernel_index.jsonl").unlink()
     index["version"] = 2
     index["extra"]["compile_time"] = json.loads((old / "sections" / "compile_time.json").read_text())
     for gb, text in zip(index["graph_breaks"], json.loads((old / "sections" / "graph_break_details.json").read_text())):
@@ -599,3 +618,128 @@ def test_the_info_pane_shows_a_jobs_compile_time_once_its_side_file_is_read(job)
     section = lines[lines.index("── where the compile went (trace) ──"):]
     assert any("graph 1/0_1's compile and kernels below" in x for x in section), section
     assert [x.split(":")[0] for x in section if x.startswith("graph ")] == ["graph 1/0 forward (modeling_gpt2.py"]
+
+
+@pytest.mark.parametrize("change, words, when", [
+    # the manifest's row ranges: checked on opening
+    (lambda m, f: m["graphs"][1]["kernel_rows"].__setitem__("first", 21),
+     "bundle.graphs[1].kernel_rows starts at row 21, byte", "open"),
+    (lambda m, f: m["graphs"][2]["kernel_rows"].__setitem__("offset", 5), "the graphs before it end at row", "open"),
+    (lambda m, f: m["graphs"][0]["kernel_rows"].__setitem__("count", -1),
+     "bundle.graphs[0].kernel_rows.count should be a whole number >= 0, not -1", "open"),
+    (lambda m, f: m["graphs"][0]["kernel_rows"]["langs"].__setitem__("triton", 99),
+     "bundle.graphs[0].kernel_rows.langs should count the graph's 22 kernels by language", "open"),
+    (lambda m, f: m["graphs"][0]["kernel_rows"].__setitem__("moved", "1 GB"),
+     "bundle.graphs[0].kernel_rows.moved should be a whole number of bytes or null", "open"),
+    (lambda m, f: m.__setitem__("kernel_count", 961), "bundle.kernel_count is 961; the graphs' rows add up to 960", "open"),
+    (lambda m, f: m["graphs"][0].pop("kernel_rows"), "bundle.graphs[0].kernel_rows should be an object", "open"),
+    (lambda m, f: f.write_text(f.read_text()[:-10]), "kernel_index.jsonl holds", "open"),
+    (lambda m, f: f.unlink(), "kernel_index.jsonl: cannot read it", "open"),
+    # the rows: checked when a graph's, or all, are read
+    (lambda m, f: f.write_text(f.read_text().replace('"1-0-1-backward", "triton_', '"1-0-1-backwarX", "triton_', 1)),
+     "row 27 names graph '1-0-1-backwarX' where the manifest puts graph '1-0-1-backward'", "kernels"),
+    (lambda m, f: f.write_text("".join(r if i != 40 else "[" + " " * (len(r) - 3) + "]\n"
+                                       for i, r in enumerate(f.read_text().splitlines(keepends=True)))),
+     "kernels[", "kernels"),
+    (lambda m, f: f.write_text("".join(r if i != 40 else "{" + " " * (len(r) - 3) + "}\n"
+                                       for i, r in enumerate(f.read_text().splitlines(keepends=True)))),
+     "should be a list of 15 values", "kernels"),
+])
+def test_a_damaged_kernel_file_of_a_format_5_job_is_named(job, tmp_path, change, words, when):
+    """Format 5's kernel file and the manifest's ranges into it: a damage is refused with one line that names
+    it, on opening where the manifest alone shows it, else when the kernels are read (a graph's or all)."""
+    from kernelscope.bundle.model import BundleError
+
+    _, bundle = job
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    m = json.loads((copy / "bundle.json").read_text())
+    change(m, copy / "kernel_index.jsonl")
+    (copy / "bundle.json").write_text(json.dumps(m))
+    if when == "open":
+        with pytest.raises(BundleError) as err:
+            read_bundle(copy)
+    else:
+        b = read_bundle(copy)
+        with pytest.raises(BundleError) as err:
+            b.kernels  # noqa: B018
+        assert b.kernels == [] and any("the kernel list is left empty" in n for n in b.notes)  # said once
+    assert words in str(err.value), str(err.value)
+    assert "\n" not in str(err.value) and "capture again" in str(err.value) or when == "open"
+
+
+def test_a_symlinked_kernel_file_is_not_followed_out_of_the_bundle(job, tmp_path):
+    from kernelscope.bundle.model import BundleError
+
+    _, bundle = job
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    outside = tmp_path / "elsewhere.jsonl"
+    (copy / "kernel_index.jsonl").rename(outside)
+    (copy / "kernel_index.jsonl").symlink_to(outside)
+    with pytest.raises(BundleError) as err:
+        read_bundle(copy)
+    assert "outside the bundle; refusing to read it" in str(err.value)
+
+
+def test_a_format_5_job_reads_one_graphs_kernels_until_all_are_asked_for(job):
+    """Opening a job reads its graphs, not its 960 kernels: the header counts them from the manifest, a
+    graph's kernels are read with its own rows, the whole list when asked for, each kernel built once."""
+    _, bundle = job
+    b = read_bundle(bundle)
+    assert not b.kernels_read and b.kernel_count() == 960
+    from kernelscope.ui.summary import count_line
+
+    whole = read_bundle(bundle)
+    assert count_line(b) == count_line(whole) and not b.kernels_read
+    whole.kernels  # noqa: B018
+    assert count_line(b) == count_line(whole)
+    third = b.kernels_of("3-0-forward")
+    assert [k.name for k in third] == [k.name for k in whole.kernels_of("3-0-forward")] and not b.kernels_read
+    assert b.graphs[5].kernel_ids == whole.graphs[5].kernel_ids and not b.kernels_read
+    guards = b.graph("3-0-forward").guards  # a graph's detail, its kernels' too
+    assert guards == whole.graph("3-0-forward").guards and third[0].fx_nodes == whole.kernels_of("3-0-forward")[0].fx_nodes
+    assert not b.kernels_read
+    everything = b.kernels
+    assert [k.id for k in everything] == [k.id for k in whole.kernels] and b.kernels_read
+    assert everything[everything.index(third[0])] is third[0]  # the one already read, not a copy
+
+
+def test_a_jobs_first_frame_lists_its_graphs_with_one_graphs_kernels_read(job):
+    """The first frame of a format-5 job reads the first graph's kernels only (the group rows count what the
+    manifest says); once it is drawn the whole list is read, and `/` reaches the last graph."""
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
+
+    _, bundle = job
+    whole = read_bundle(bundle)
+    last, third = whole.graphs[-1], whole.graphs[2]
+    wanted = next(k for k in whole.kernels if k.graph == last.id and k.lang == "triton")
+
+    async def run() -> None:
+        app = make_app(str(bundle))
+        seen: dict = {}
+
+        def first_frame() -> None:
+            table = app.screen.query_one(KernelTable)
+            seen["read"], seen["partial"], seen["known"] = app.screen.bundle.kernels_read, table.partial, len(table.kernels)
+            seen["third"] = table.get_row_at(table._row_ids.index(GRAPH_ROW + third.id))[1].plain  # folded, unread
+            seen["header"] = str(app.screen.query_one("#summary").render())
+
+        app.after_first_frame(first_frame)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one(KernelTable)
+            assert seen["read"] is False and seen["partial"] is True and seen["known"] == 22, seen
+            assert " · 960 kernels (448 Triton, 512 extern)" in seen["header"], seen["header"]
+            assert seen["third"] == f"▸ {third.kind} {third.compile_id} · {len(whole.kernels_of(third.id))}", seen
+            await pilot.pause(0.2)
+            assert app.screen.bundle.kernels_read and not table.partial and len(table.kernels) == 960
+            row = table._row_ids.index(GRAPH_ROW + last.id)
+            n_last = len(whole.kernels_of(last.id))
+            assert table.get_row_at(row)[1].plain.endswith(f" · {n_last}")
+            await pilot.press("slash", *wanted.name[-30:], "enter", "N")
+            await pilot.pause()
+            assert app.screen.kernel is not None and app.screen.kernel.graph == last.id
+
+    asyncio.run(run())

@@ -66,7 +66,7 @@ def test_run_graphs_keeps_forward_and_backward_with_lines(graphs_run):
     assert m["target"]["origin"] == "run" and m["target"]["stopped"]["reason"] == "graphs"
     assert m["target"]["command"][-3:] == [LOOP, "--tag", "ks-run-graphs"]
     table = m["lines"]  # format 2: a kernel's user lines are ids into the manifest's lines table
-    lines = {(Path(table[i]["file"]).name, table[i]["code"]) for k in kernel_entries(m) for i in k.get("user_lines", [])}
+    lines = {(Path(table[i]["file"]).name, table[i]["code"]) for k in kernel_entries(m, out) for i in k.get("user_lines", [])}
     assert ("loop_train.py", "h = torch.relu(self.fc1(x))") in lines
     assert "stopped after 2 graphs compiled and their first calls returned" in proc.stdout
     assert "made by: run of" in proc.stdout  # the summary says what it came from
@@ -108,7 +108,7 @@ def test_run_timeout_keeps_what_compiled(graphs_run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     m = _manifest(out)
     assert m["status"] == "ok" and m["target"]["stopped"]["reason"] == "timeout"
-    assert [k["name"] for k in kernel_entries(m)] == ["cpp_fused_add_mul_sin_0"]
+    assert [k["name"] for k in kernel_entries(m, out)] == ["cpp_fused_add_mul_sin_0"]
     assert f"stopped after {limit:.0f} s (--timeout)" in proc.stdout
     assert (out / "logs" / "stdout.txt").is_file()
     assert _alive_with("ks-run-timeout") == []
@@ -134,7 +134,7 @@ def test_ctrl_c_mid_run_keeps_a_good_bundle(tmp_path):
     assert proc.returncode == 0, stderr[-2000:]
     m = _manifest(out)
     assert m["status"] == "ok" and m["target"]["stopped"]["reason"] == "interrupted"
-    assert len(m["graphs"]) == 1 and kernel_entries(m)[0]["name"] == "cpp_fused_add_mul_sin_0"
+    assert len(m["graphs"]) == 1 and kernel_entries(m, out)[0]["name"] == "cpp_fused_add_mul_sin_0"
     assert "stopped by Ctrl-C" in stdout
     assert _alive_with("ks-run-sigint") == []
 

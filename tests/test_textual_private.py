@@ -85,7 +85,7 @@ print(FAST.on == frozenset(), KeyFooter.__bases__ == (Widget,), own(KernelTable)
     env = {**os.environ, FAST_ENV: "0", "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split("\n")[0] == ("True True ['KernelTable', '_StockScrollbars', '_StockTableRows'] "
+    assert proc.stdout.split("\n")[0] == ("True True ['KernelTable', 'KnownKernels', '_StockScrollbars', '_StockTableRows'] "
                                           "['CodeView', '_StockScrollbars'] None")
 
 

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kernelscope.bundle.kernel_file import KERNEL_FILE
 from kernelscope.bundle.model import SCHEMA_NAME, SCHEMA_VERSION, Bundle, BundleError, to_dict
 from kernelscope.bundle.paths import _mode_inside, _named, _one_line, check_paths, inside, strip_controls  # noqa: F401
 from kernelscope.bundle.sections import CHECKED, keep_if_sound
@@ -100,7 +101,7 @@ def referenced_paths(bundle: Bundle) -> list[str]:
     for g in bundle.graphs:
         if g.id not in lazy:
             paths += [p for p in g.files.values() if p]
-    for k in bundle.kernels:
+    for k in bundle.kernels if bundle.kernels_read else ():  # format 5: each graph's checks its own
         if k.graph in lazy:
             continue
         if k.source:
@@ -211,7 +212,7 @@ def fresh_path(folder: str | os.PathLike, name: str, suffix: str = "") -> Path:
 
 # The top-level entries a bundle folder holds (collect.py, ingest/build.py, save_manifest): what
 # --force removes from an existing bundle before the new one moves in; nothing else is touched.
-BUNDLE_ENTRIES = (MANIFEST, "graphs", "kernels", "triton", "logs", "source", "sections", MANIFEST + ".tmp")
+BUNDLE_ENTRIES = (MANIFEST, KERNEL_FILE, "graphs", "kernels", "triton", "logs", "source", "sections", MANIFEST + ".tmp")
 
 
 def is_bundle_folder(path: str | os.PathLike) -> bool:

@@ -53,11 +53,17 @@ def pack_kernels(index: dict[str, Any]) -> None:
     index["kernels"] = [[entry.get(f) for f in ROW_FIELDS] for entry in entries]
 
 
-def kernel_entries(index: dict[str, Any]) -> list[dict[str, Any]]:
+def kernel_entries(index: dict[str, Any], folder: Any = None) -> list[dict[str, Any]]:
     """The kernels of a bundle.json's dict as objects, whichever format wrote it (for scripts and tests
-    that read the raw index)."""
+    that read the raw index); format 5's are read from ``folder``'s kernel_index.jsonl."""
     fields = index.get("kernel_fields")
     rows = index.get("kernels") or []
+    if "kernels" not in index and "kernel_count" in index and folder is not None:
+        import json
+        import os
+
+        with open(os.path.join(folder, "kernel_index.jsonl"), encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh]
     if fields is None:
         return rows
     return [dict(zip(fields, row)) for row in rows]

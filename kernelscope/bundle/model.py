@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelscope.bundle.lazy_kernels import KernelIdsFromFile, KernelsFromFile
+
 
 class BundleError(Exception):
     """A bundle that cannot be read, written or looked into; the message is one line for the user."""
@@ -29,8 +31,9 @@ class NotInBundle(BundleError, KeyError):
 SCHEMA_NAME = "kernelscope.bundle"
 # 2: the manifest an index, each graph's detail a file of its own (bundle/shards.py); 3: a job's long texts
 # (graph-break messages, compile-time rows) in files of their own under sections/, read when first asked for;
-# 4: the index's kernels as rows under one header (bundle/kernel_rows.py). Every earlier version still reads.
-SCHEMA_VERSION = 4
+# 4: the index's kernels as rows under one header (bundle/kernel_rows.py); 5: those rows in a file of their
+# own, graph by graph, read a graph at a time (bundle/kernel_file.py). Every earlier version still reads.
+SCHEMA_VERSION = 5
 
 # The fields a kernel's and a graph's detail file holds (format 2); read when first asked for.
 KERNEL_DETAIL = ("fx_nodes", "fx_nodes_pre", "aten_ops", "library_lines", "frames", "launch_info", "buffers",
@@ -217,7 +220,7 @@ def _sum_bytes(buffers: list[BufferUse], roles: tuple[str, ...], reading: bool =
 
 
 @dataclass
-class Graph(_Lazy):
+class Graph(KernelIdsFromFile, _Lazy):
     """One Inductor graph: a forward, backward or inference graph of one Dynamo compile."""
 
     _DETAIL = GRAPH_DETAIL
@@ -322,7 +325,7 @@ class AutotuneResult:
 
 
 @dataclass
-class Bundle:
+class Bundle(KernelsFromFile):
     """Everything one capture learned. ``root`` is the folder it was read from (not stored)."""
 
     schema: str = SCHEMA_NAME
@@ -365,7 +368,8 @@ class Bundle:
         loader = self.__dict__.get("_sides")
         if loader is not None:
             loader.load_all()
-        return {k: v for k, v in self.__dict__.items() if k != "_sides"}
+        self.kernels  # noqa: B018 (format 5: the kernel file read, so the copy has them; see lazy_kernels)
+        return {k: v for k, v in self.__dict__.items() if k not in ("_sides", "_kernel_file")}
 
     def section_unread(self, name: str) -> bool:
         """Whether ``section(name)`` would read a side file now (a view may show the rest first)."""
@@ -409,17 +413,6 @@ class Bundle:
             if g.id == graph_id:
                 return g
         raise NotInBundle(f"no graph {graph_id!r}; graphs: " + ", ".join(g.id for g in self.graphs))
-
-    def kernels_of(self, graph_id: str) -> list[Kernel]:
-        """The graph's kernels in list order (grouped once per state of ``kernels``: a report asks per graph)."""
-        kernels = self.kernels
-        cached = self.__dict__.get("_by_graph")
-        if cached is None or cached[0] is not kernels or cached[1] != len(kernels):
-            groups: dict[str, list[Kernel]] = {}
-            for k in kernels:
-                groups.setdefault(k.graph, []).append(k)
-            cached = self.__dict__["_by_graph"] = (kernels, len(kernels), groups)
-        return list(cached[2].get(graph_id, []))
 
 
 _PLAIN_TYPES = (str, int, float, bool, type(None))

@@ -218,13 +218,19 @@ def build_list(cls, data: dict, key: str, where: str) -> list:
     return _build_list(cls, data, key, where)
 
 
-def check_references(b: Bundle) -> None:
-    """Cross-references the UI keys its tables on: a kernel names one of the graphs; ids are unique."""
-    kernels = b.kernels
+def check_graph_ids(b: Bundle) -> list[str]:
+    """The graphs' ids, each once (the UI keys its tables on them)."""
     graph_ids = [g.id for g in b.graphs]
     if len(set(graph_ids)) != len(graph_ids):
         raise BundleError(f"bundle.graphs: graph id {next(g for g in graph_ids if graph_ids.count(g) > 1)!r} "
                           "appears twice")
+    return graph_ids
+
+
+def check_references(b: Bundle) -> None:
+    """Cross-references the UI keys its tables on: a kernel names one of the graphs; ids are unique."""
+    kernels = b.kernels
+    graph_ids = check_graph_ids(b)
     kernel_ids = [k.id for k in kernels]
     if len(set(kernel_ids)) != len(kernel_ids):
         raise BundleError(f"bundle.kernels: kernel id {next(k for k in kernel_ids if kernel_ids.count(k) > 1)!r} "

@@ -24,8 +24,9 @@ def _check_out(out: Path, bundle_root: Path, force: bool) -> None:
     if os.path.lexists(out):  # lexists: a dangling link is refused too, never followed
         if out.is_dir():
             raise BundleError(f"{out} is a folder; give --trace a file name such as trace.json")
-        if out.resolve() == (bundle_root / "bundle.json").resolve():
-            raise BundleError(f"{out} is the bundle's own manifest; refusing to write the trace over it")
+        for own, what in (("bundle.json", "manifest"), ("kernel_index.jsonl", "kernel index")):
+            if out.resolve() == (bundle_root / own).resolve():
+                raise BundleError(f"{out} is the bundle's own {what}; refusing to write the trace over it")
         if not force:
             raise BundleError(f"{out} exists; pass --force to replace it")
     if not out.parent.is_dir():

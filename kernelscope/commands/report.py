@@ -42,9 +42,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     root = Path(args.bundle)
     root = root.parent if root.name == "bundle.json" else root
-    if out.resolve() == (root / "bundle.json").resolve():
-        raise BundleError(f"{out} is the bundle's own manifest; refusing to write the report over it "
-                          "(give -o another file, such as report.md)")
+    for own, what in (("bundle.json", "manifest"), ("kernel_index.jsonl", "kernel index")):
+        if out.resolve() == (root / own).resolve():
+            raise BundleError(f"{out} is the bundle's own {what}; refusing to write the report over it "
+                              "(give -o another file, such as report.md)")
     if out.is_dir():
         raise BundleError(f"{out} is a folder; give -o a file name such as report.md")
     from kernelscope.safefile import write_atomic

@@ -43,8 +43,10 @@ def _by_bytes(p: dict[str, Any]) -> tuple:
 
 def _kernel_graph_pairs(bundle: Any, kernel_id: str) -> list[dict[str, Any]]:
     """The not-fused pairs of the graph ``kernel_id`` is in (no other graph's detail file is read)."""
-    graph_id = next((k.graph for k in bundle.kernels if k.id == kernel_id), None)
-    graph = next((g for g in bundle.graphs if g.id == graph_id), None)
+    graph = next((g for g in bundle.graphs if g.id == kernel_id.split("/", 1)[0]), None)  # ids say "graph/name"
+    if graph is None or all(k.id != kernel_id for k in bundle.kernels_of(graph.id)):  # one that does not
+        graph_id = next((k.graph for k in bundle.kernels if k.id == kernel_id), None)
+        graph = next((g for g in bundle.graphs if g.id == graph_id), None)
     return graph_pairs(bundle, graph) if graph is not None else []
 
 

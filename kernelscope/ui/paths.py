@@ -136,8 +136,17 @@ def capture_summary_parts(folder: Path) -> list[str]:
         except OSError:
             digest = ""
     status = ["✗ failed"] if data.get("status", "ok") != "ok" else []
-    return [f"{name} {when}", *([inputs] if inputs else []), *status, plural(len(data.get("kernels") or []), "kernel"),
+    return [f"{name} {when}", *([inputs] if inputs else []), *status, plural(kernel_count(data), "kernel"),
             *flags, where_kept(folder), *([digest] if digest else [])]
+
+
+def kernel_count(data: dict) -> int:
+    """How many kernels a bundle.json's dict says it has (format 5 counts them; earlier ones list them)."""
+    count = data.get("kernel_count")
+    if type(count) is int and count >= 0:
+        return count
+    kernels = data.get("kernels")
+    return len(kernels) if isinstance(kernels, list) else 0
 
 
 def where_kept(folder: Path) -> str:

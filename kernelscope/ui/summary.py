@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from operator import attrgetter
-
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.origin import run_state
 from kernelscope.bundle.symbolic import is_symbolic
@@ -17,10 +14,10 @@ from kernelscope.units import base_name, fmt_bytes, plural
 def count_parts(b: Bundle) -> tuple[list[str], str]:
     """The counts a header must keep (graphs, kernels, breaks, recompiles) and the kernel kinds, which
     it may drop when narrow."""
-    langs = Counter(map(attrgetter("lang"), b.kernels))  # one pass at C speed: a job's 15,600 before its first frame
+    langs = b.kernel_langs()  # a job's manifest counts them (format 5), or one pass at C speed
     n_tr, n_cpp, n_ext = langs["triton"], langs["cpp"], langs["extern"]
     kinds = ", ".join(f"{n} {what}" for n, what in ((n_tr, "Triton"), (n_cpp, "C++"), (n_ext, "extern")) if n)
-    parts = [plural(len(b.graphs), "graph"), plural(len(b.kernels), "kernel"), plural(len(b.graph_breaks), "break")]
+    parts = [plural(len(b.graphs), "graph"), plural(b.kernel_count(), "kernel"), plural(len(b.graph_breaks), "break")]
     failed = sum(1 for g in b.graphs if g.failure)  # a compile that raised: said at every width, as a count is
     if failed:
         parts[0] += f" ({failed} failed)"
@@ -43,8 +40,8 @@ def title_line(b: Bundle, previous: Bundle | None = None, width: int | None = No
     kernel kinds and the capture flags; the name, counts (breaks included) and a failure stay."""
     t = b.target
     code_names = [g.code_name for g in b.graphs if g.code_name and not g.code_name.startswith("torch_dynamo_resume")]
-    functions = [u.function for k in b.kernels for u in k.user_lines if u.function]
-    name = t.get("name") or (code_names + functions or [base_name(t.get("spec", "") or "capture")])[0]
+    name = t.get("name") or (code_names or [u.function for u in b.recorded_lines() if u.function]
+                             or [base_name(t.get("spec", "") or "capture")])[0]
     opts = b.options
     flags = []
     # A bundle never executed says so at every width: PREVIEW stays, only its explanation is detail.

@@ -252,7 +252,7 @@ class BundleIndex:
             return SourceText(text, rows, True, user_file, src.get("first_line"), src.get("last_line"))
         # No copy of the file (a bundle opened from someone's TORCH_TRACE): show the recorded lines.
         recorded: dict[tuple[str, int], str] = {}
-        for u in chain.from_iterable(map(attrgetter("user_lines"), self.bundle.kernels)):
+        for u in self.bundle.recorded_lines():
             recorded.setdefault((u.file, u.line), u.code)
         for gb in self.bundle.graph_breaks:
             if gb.file and gb.line:

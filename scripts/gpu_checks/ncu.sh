@@ -30,7 +30,7 @@ t = {}
 for r in run.get("per_kernel") or []:
     if r.get("us") is not None and "triton" in r.get("name", ""):
         t[r["name"]] = t.get(r["name"], 0) + r["us"]
-names = sorted(t, key=lambda n: -t[n])[:3] or [k["name"] for k in kernel_entries(b) if k["lang"] == "triton"][:3]
+names = sorted(t, key=lambda n: -t[n])[:3] or [k["name"] for k in kernel_entries(b, sys.argv[1]) if k["lang"] == "triton"][:3]
 print(",".join(names))
 PY
 )

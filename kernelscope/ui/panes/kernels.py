@@ -80,7 +80,8 @@ class KernelsPane(Pane):
         return self.query_one(KernelTable)
 
     def load(self) -> None:
-        self.table.load(self.explorer.bundle, self.explorer.index.kernels_in_order())
+        explorer = self.explorer
+        self.table.load(explorer.bundle, None if explorer.lazy_index else explorer.index.kernels_in_order())
         self._search = None
 
     def forget_bench(self) -> None:
@@ -91,6 +92,7 @@ class KernelsPane(Pane):
         self.table.set_selected(kernel.id if kernel else None)
 
     def action_search(self) -> None:
+        self.table.ensure_whole()  # a job read graph by graph: every graph's kernels searched
         previous = self._search.query_text if self._search else ""
         self._search = KernelSearch(self.table)
         self._search.query_text = previous

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import Container
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Static, Tab, Tabs
+from textual.widgets import Tab, Tabs
 
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.ui import textdoc
@@ -27,13 +27,14 @@ from kernelscope.ui.panes.kernels import KernelsPane
 from kernelscope.ui.screens.explorer_actions import ExplorerActions
 from kernelscope.ui.screens.list_runs import FollowsListRuns
 from kernelscope.ui.screens.resume import first_resume_styled, same_size_again
-from kernelscope.ui.summary import title_line
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
 from kernelscope.ui.textual_private.first_paint import settle_first_paint
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter
+from kernelscope.ui.widgets.known_kernels import read_by_graph
 from kernelscope.ui.widgets.search_bar import SearchBar
+from kernelscope.ui.widgets.title_line import TitleLine
 from kernelscope.ui.xref import BundleIndex
 from kernelscope.units import plural
 
@@ -47,17 +48,6 @@ WIDE_MIN = (120, 32)
 LEX_AHEAD_EVERY = 0.05
 LEX_AHEAD_IDLE = 0.25
 LEX_AHEAD_BUDGET = 0.012  # seconds of lexing per tick (one source may take longer: it is not cut)
-
-
-class TitleLine(Static):
-    """The one-line header, fitted to its width: what is dropped when narrow is detail, never a count."""
-
-    def __init__(self, bundle: Bundle, previous: Bundle | None, **kwargs) -> None:
-        super().__init__(markup=False, **kwargs)
-        self.bundle, self.previous = bundle, previous
-
-    def render(self) -> str:
-        return title_line(self.bundle, self.previous, self.size.width or None)
 
 
 class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
@@ -112,6 +102,7 @@ class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
         self.previous = previous
         self.request = request  # the CaptureRequest that made this bundle, when captured live
         self.index = BundleIndex(bundle)
+        self.lazy_index = read_by_graph(bundle)  # a job's first frame reads one graph's kernels
         self.graph: Graph | None = bundle.graphs[0] if bundle.graphs else None
         self.kernel: Kernel | None = None
         self.active_pane = "kernels"
@@ -153,9 +144,10 @@ class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
         self._apply_layout()
         for cls in PANES:
             self.pane(cls.pane_id).load()
-        first = next((k for k in self.index.kernels_in_order()), None)
-        self.select(self.graph, first)
         table = self.query_one(KernelTable)
+        first = (next(iter(table.kernels.values()), None) if self.lazy_index
+                 else next((k for k in self.index.kernels_in_order()), None))
+        self.select(self.graph if first is None else self.bundle.graph(first.graph), first)
         if first is not None:
             table.select_kernel(first.id, from_top=True)
         self.set_focus(table)  # now, not a message later: the footer's keys and the first frame follow it
@@ -165,6 +157,13 @@ class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
         # Lexing ahead and reclaiming wait for highlighting, after the first frame: their tickers start then.
         self.app.after_first_frame(self._start_tickers)
+        if self.lazy_index:
+            self.app.after_first_frame(self._whole_index)
+
+    def _whole_index(self) -> None:
+        """A job's kernels read whole (its first frame read one graph's): search and links reach them all."""
+        if self.is_attached:
+            self.query_one(KernelTable).ensure_whole()
 
     def _start_tickers(self) -> None:
         if not self.is_attached:  # replaced before the first frame

@@ -12,9 +12,6 @@ rows a terminal can show are built for the first frame, the rest once it is draw
 
 from __future__ import annotations
 
-from itertools import chain, groupby
-from operator import attrgetter
-
 from rich.text import Text
 from textual.binding import Binding
 from textual.message import Message
@@ -37,16 +34,19 @@ from kernelscope.ui.widgets.kernel_cells import (
     time_cell,
     tsv_lines,
 )
+from kernelscope.ui.widgets.known_kernels import (
+    GRAPH_ROW,
+    OPEN_ALL_GRAPHS,
+    OPEN_ALL_KERNELS,
+    KnownKernels,
+)
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, plural, short_bytes
 
-GRAPH_ROW = "graph:"
 MIN_NAME = 12  # the name column's narrowest width
-OPEN_ALL_KERNELS = 400  # up to this many kernels (and graphs below) every graph starts unfolded
-OPEN_ALL_GRAPHS = 12
 
 
-class KernelTable(StableScrollbars, FastTableRows, DataTable):
+class KernelTable(KnownKernels, StableScrollbars, FastTableRows, DataTable):
     """The kernel list; highlighting a row selects that kernel everywhere."""
 
     BINDINGS = [
@@ -99,6 +99,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self._measured: tuple[int, int, int] | None = None  # (rows made, other columns' cells, longest name)
         self._files_of_lines = 0  # how many files the kernels' user lines are in
         self._times: dict[str, float] = {}  # device µs per call by kernel id after a bench: the time column
+        self._partial = False  # a job's kernels read graph by graph until whole_index (see load)
 
     def on_mount(self) -> None:
         # Labels as Text: a str label is read as markup, and rich's markup loads its emoji table (~3 ms of
@@ -108,33 +109,29 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
                            ("line", "line")):
             self.add_column(Text(label), key=key)
 
-    def load(self, bundle: Bundle, kernels_in_order: list[Kernel]) -> None:
+    def load(self, bundle: Bundle, kernels_in_order: list[Kernel] | None) -> None:
+        """The list of ``bundle``'s kernels (graph by graph, in launch order). None: a job whose kernels are
+        still in its kernel file (format 5): the first graph's are read now and the group rows show what the
+        manifest counts, the rest come with ``whole_index`` once the first frame is drawn (a graph unfolded
+        before then reads its own)."""
         self.bundle = bundle
         self._times = device_us_by_kernel(bundle)
         self._time_column()
-        ids = list(map(attrgetter("id"), kernels_in_order))  # a job's 15,600: each pass below at C speed
-        self.kernels = dict(zip(ids, kernels_in_order))
         self.graphs = {g.id: g for g in bundle.graphs}
+        self._grouped = len(bundle.graphs) > 1
+        self._partial = kernels_in_order is None
+        self._by_graph = {}
+        if kernels_in_order is None:
+            first = next((g.id for g in bundle.graphs if self._count(g.id)), None)
+            kernels_in_order = self._read_graph(first) if first else []
         self.round_trip_ids = set()
         self._marked_graphs = set()
         self._moved_of = {}
-        self._files_of_lines = len(set(map(attrgetter("file"), chain.from_iterable(
-            map(attrgetter("user_lines"), kernels_in_order)))))
-        self._by_graph = {g.id: [] for g in bundle.graphs}
-        for gid, ks in groupby(kernels_in_order, attrgetter("graph")):  # graph by graph: one run each
-            self._by_graph.setdefault(gid, []).extend(ks)
-        self._grouped = len(bundle.graphs) > 1
-        self._entries = []
-        for g in bundle.graphs:
-            ks = self._by_graph.get(g.id, [])
-            if self._grouped or not ks:
-                self._entries.append(GRAPH_ROW + g.id)
-            self._entries += map(attrgetter("id"), ks)
-        self._entry_index = dict(zip(self._entries, range(len(self._entries))))
-        if not self._grouped or (len(kernels_in_order) <= OPEN_ALL_KERNELS and len(bundle.graphs) <= OPEN_ALL_GRAPHS):
+        self._know(kernels_in_order)
+        if not self._grouped or (bundle.kernel_count() <= OPEN_ALL_KERNELS and len(bundle.graphs) <= OPEN_ALL_GRAPHS):
             self._open = set(self.graphs)
         else:
-            self._open = {next((g.id for g in bundle.graphs if self._by_graph.get(g.id)), bundle.graphs[0].id)}
+            self._open = {next((g.id for g in bundle.graphs if self._count(g.id)), bundle.graphs[0].id)}
         self._name_width = None
         self._rebuild(eager=eager_rows(self))
         self.settle_dimensions()  # the first layout sizes the table by its rows, not a frame later
@@ -157,16 +154,15 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.settle_dimensions()
 
     def _graph_time(self, gid: str) -> str:
-        return graph_time_cell(self._by_graph.get(gid, []), self._times)
+        return graph_time_cell(self._kernels(gid), self._times)
 
     def _visible(self) -> list[str]:
         rows = []
         for g in self.bundle.graphs if self.bundle else []:
-            ks = self._by_graph.get(g.id, [])
-            if self._grouped or not ks:
+            if self._grouped or not self._count(g.id):
                 rows.append(GRAPH_ROW + g.id)
             if g.id in self._open:
-                rows += [k.id for k in ks]
+                rows += [k.id for k in self._kernels(g.id)]
         return rows
 
     def _rebuild(self, keep: str | None = None, eager: int | None = None) -> None:
@@ -187,7 +183,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         for gid in self._open - self._marked_graphs:  # ↓ marks of the graphs now unfolded
             self._marked_graphs.add(gid)
             if gid in self.graphs:
-                self.round_trip_ids |= feeds_next(self.bundle, self.graphs[gid], self._by_graph.get(gid, []))
+                self.round_trip_ids |= feeds_next(self.bundle, self.graphs[gid], self._kernels(gid))
         self._name_width = self._wanted_width(self._measure_other_widths())
         self._add_rows(self._row_ids)
         for key, width in self._other_widths.items() if self._later else ():  # as wide as later rows need
@@ -222,7 +218,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.settle_dimensions()
     def _graph_label(self, g: Graph, width: int | None = None) -> Text:
         fold = ("▾ " if g.id in self._open else "▸ ") if self._grouped else ""
-        return graph_label(g, len(self._by_graph.get(g.id, [])), fold, width)
+        return graph_label(g, self._count(g.id), fold, width)
 
     def _graph_moved(self, gid: str) -> str:
         """Bytes the graph's kernels move per call (every launch), '' when a size is symbolic."""
@@ -232,7 +228,8 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         return cell
 
     def _sum_moved(self, gid: str) -> str:
-        total = graph_moved(self._by_graph.get(gid, []))
+        summary = None if gid in self._by_graph else self.bundle.graph_summary(gid)
+        total = summary[1] if summary else graph_moved(self._kernels(gid))
         return short_bytes(total) if self._grouped and total else ""
 
     def _measure_other_widths(self) -> int:
@@ -310,7 +307,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.settle_dimensions()  # the fitted width is in the next layout (the explorer's first frame)
 
     def _graph_of(self, k: Kernel) -> Graph | None:
-        return next((g for g in self.bundle.graphs if g.id == k.graph), None) if self.bundle else None
+        return self.graphs.get(k.graph)
 
     def _cells(self, k: Kernel) -> list:
         return self._cells_named(k, name_cell(k, self._name_width))
@@ -346,6 +343,9 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         first selection, made before the table has its height (Textual's scroll into view then hid the
         first graph's row above the view): shown from the top once laid out."""
         k = self.kernels.get(kernel_id)
+        if k is None and self._partial:  # a kernel of a graph not read yet: read them all now
+            self.ensure_whole()
+            k = self.kernels.get(kernel_id)
         if k is None:
             return
         if kernel_id not in self._row_of:
@@ -444,6 +444,7 @@ class KernelTable(StableScrollbars, FastTableRows, DataTable):
         self.post_message(self.Opened(kernel))
 
     def action_copy(self) -> None:
+        self.ensure_whole()
         kernels = [k for kid in self._entries if (k := self.kernels.get(kid)) is not None]
         self.app.copy_to_clipboard("\n".join(tsv_lines(kernels)) + "\n")
         self.notify(f"copied {plural(len(kernels), 'kernel')} as TSV (OSC 52)", timeout=2)

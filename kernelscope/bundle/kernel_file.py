@@ -1,0 +1,274 @@
+"""Bundle format 5: the kernel index in a file of its own, read a graph at a time.
+
+Format 4 kept every kernel's row in bundle.json: a 15,600-kernel job parsed, checked and built all of them
+before its first frame, which shows one graph's. Format 5 writes the rows, one kernel per line and graph by
+graph, to ``kernel_index.jsonl`` beside bundle.json (the header stays in the manifest's ``kernel_fields``),
+and gives each graph of the manifest where its rows are and what a job's list and header show of them:
+
+    {"id": "0-0-forward", ..., "kernel_rows": {"first": 0, "count": 12, "offset": 0, "length": 3301,
+                                               "langs": {"triton": 9, "extern": 3}, "moved": 1048576}}
+
+(``moved``: the bytes its kernels move per call, each launch counted; null when a size is symbolic). The
+reader checks that the graphs' row ranges tile the file and leaves the rows on disk: ``Bundle.kernels_of``
+reads one graph's byte range, ``Bundle.kernels`` the whole file, each validated as format 4's rows are
+(bundle/kernel_rows.py) and built once (a kernel read with its graph is the same object in the whole list).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import Counter
+from itertools import chain, repeat
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+from kernelscope.bundle.kernel_rows import ROW_FIELDS, build_kernels, check_columns, pack_kernels, row_columns
+from kernelscope.bundle.model import BundleError, Kernel
+
+if TYPE_CHECKING:
+    from kernelscope.bundle.model import Bundle, UserLine
+
+KERNEL_FILE = "kernel_index.jsonl"
+MAX_KERNEL_FILE_BYTES = 1 << 30
+_RANGE_FIELDS = ("first", "count", "offset", "length")
+
+
+def graph_moved(kernels: list[Kernel]) -> int | None:
+    """Bytes a graph's kernels move per call, each launch counted; None when one's size is symbolic."""
+    total = 0
+    for k in kernels:
+        r, w = k.bytes_read, k.bytes_written
+        if r is None or w is None:
+            return None
+        total += (r + w) * max(1, k.launches)
+    return total
+
+
+def pack_kernel_file(index: dict[str, Any], kernels: list[Kernel]) -> str:
+    """``index`` (bundle.json's dict, its kernels as objects) made format 5 in place: the rows leave it for
+    the returned text of kernel_index.jsonl, graph by graph, and each graph says where its rows are. A
+    kernel whose graph the index lacks is refused (check_references refuses it on reading too)."""
+    pack_kernels(index)  # rows under kernel_fields, kernel_ids dropped where the rows' order gives them
+    rows = index.pop("kernels")
+    graphs = index.get("graphs") or []
+    by_graph: dict[str, list[int]] = {g["id"]: [] for g in graphs}
+    for i, row in enumerate(rows):
+        by_graph[row[1]].append(i)  # ROW_FIELDS[1] is "graph"
+    assert ROW_FIELDS[1] == "graph"
+    lines: list[str] = []
+    first = offset = 0
+    for g in graphs:
+        picked = by_graph[g["id"]]
+        text = "".join(json.dumps(rows[i], allow_nan=False) + "\n" for i in picked)
+        length = len(text.encode("utf-8"))
+        ks = [kernels[i] for i in picked]
+        g["kernel_rows"] = {"first": first, "count": len(picked), "offset": offset, "length": length,
+                            "langs": dict(Counter(map(attrgetter("lang"), ks))), "moved": graph_moved(ks)}
+        if "kernel_ids" in g and g["kernel_ids"] == [rows[i][0] for i in picked]:
+            g.pop("kernel_ids")  # the file's order gives them
+        lines.append(text)
+        first += len(picked)
+        offset += length
+    index["kernel_count"] = first
+    return "".join(lines)
+
+
+class GraphRows:
+    """Where one graph's rows are in the kernel file, and what the manifest says of them."""
+
+    __slots__ = ("first", "count", "offset", "length", "langs", "moved")
+
+    def __init__(self, entry: Any, where: str, first: int, offset: int) -> None:
+        if not isinstance(entry, dict):
+            raise BundleError(f"{where}.kernel_rows should be an object")
+        for name in _RANGE_FIELDS:
+            v = entry.get(name)
+            if type(v) is not int or v < 0:
+                raise BundleError(f"{where}.kernel_rows.{name} should be a whole number >= 0, not {v!r}")
+        if entry["first"] != first or entry["offset"] != offset:
+            raise BundleError(f"{where}.kernel_rows starts at row {entry['first']}, byte {entry['offset']}; the graphs "
+                              f"before it end at row {first}, byte {offset}")
+        if (entry["count"] == 0) != (entry["length"] == 0):
+            raise BundleError(f"{where}.kernel_rows: {entry['count']} rows in {entry['length']} bytes")
+        langs, moved = entry.get("langs"), entry.get("moved")
+        if not isinstance(langs, dict) or any(type(v) is not int or v < 0 for v in langs.values()) \
+                or sum(langs.values()) != entry["count"]:
+            raise BundleError(f"{where}.kernel_rows.langs should count the graph's {entry['count']} kernels by language")
+        if moved is not None and (type(moved) is not int or moved < 0):
+            raise BundleError(f"{where}.kernel_rows.moved should be a whole number of bytes or null, not {moved!r}")
+        self.first, self.count, self.offset, self.length = first, entry["count"], offset, entry["length"]
+        self.langs: dict[str, int] = langs
+        self.moved: int | None = moved
+
+
+class KernelFile:
+    """The loader a format-5 reader leaves on its bundle (``_kernel_file``): a graph's kernels, or all."""
+
+    def __init__(self, bundle: Bundle, fields: Any, rows: list[GraphRows], line_table: list[UserLine],
+                 count: int, size: int) -> None:
+        self.bundle, self.fields, self.line_table = bundle, fields, line_table
+        self.rows = {g.id: r for g, r in zip(bundle.graphs, rows)}
+        self.graphs = {g.id: g for g in bundle.graphs}
+        self.count, self.size = count, size
+        self.built: dict[str, list[Kernel]] = {}
+        self.loaders: dict[str, Any] = {}  # graph id -> its detail loader (bundle/shards.py), given its kernels
+        self.failed = ""
+        self.lock = threading.RLock()
+
+    @property
+    def path(self) -> str:
+        """The kernel file, refused when a symlink leads it out of the bundle (bundle/paths.py)."""
+        from kernelscope.bundle.paths import inside
+
+        return str(inside(self.bundle.root, KERNEL_FILE))
+
+    def langs(self) -> Counter:
+        total: Counter = Counter()
+        for r in self.rows.values():
+            total.update(r.langs)
+        return total
+
+    def graph(self, graph_id: str) -> list[Kernel]:
+        """One graph's kernels, read from its byte range of the file (once)."""
+        with self.lock:
+            built = self.built.get(graph_id)
+            if built is not None:
+                return built
+            r = self.rows.get(graph_id)
+            if r is None or not r.count or self.failed:
+                return []
+            try:
+                with _open(self.path) as fh:
+                    fh.seek(r.offset)
+                    raw = fh.read(r.length)
+                kernels = self._build(raw, r, graph_id)
+            except BundleError as exc:
+                self._fail(exc)
+                raise
+            self._adopt(graph_id, kernels)
+            return kernels
+
+    def load_all(self) -> list[Kernel]:
+        """Every kernel, in the file's order (the graphs' order); sets ``bundle.kernels``."""
+        with self.lock:
+            if "kernels" in self.bundle.__dict__:
+                return self.bundle.__dict__["kernels"]
+            if self.failed:
+                self.bundle.__dict__["kernels"] = []
+                return []
+            try:
+                kernels = self._load_all()
+            except BundleError as exc:
+                self._fail(exc)
+                raise
+            self.bundle.__dict__["kernels"] = kernels
+            return kernels
+
+    def _load_all(self) -> list[Kernel]:
+        from kernelscope.safefile import FileProblem, read_regular
+
+        try:
+            raw = read_regular(self.path, MAX_KERNEL_FILE_BYTES, "kernel index")
+        except FileProblem as exc:
+            raise BundleError(f"{exc}; the bundle is incomplete, capture again") from exc
+        if len(raw) != self.size:
+            raise BundleError(f"{self.path}: {len(raw)} bytes, the manifest's graphs name {self.size}; "
+                              "the bundle is damaged, capture again")
+        whole = GraphRows.__new__(GraphRows)
+        whole.first, whole.count, whole.offset, whole.length = 0, self.count, 0, self.size
+        expected = list(chain.from_iterable(repeat(gid, r.count) for gid, r in self.rows.items()))
+        kernels = self._build(raw, whole, None, expected)
+        for gid, built in self.built.items():  # a graph read before: its objects stand
+            r = self.rows[gid]
+            kernels[r.first:r.first + r.count] = built
+        ids = list(map(attrgetter("id"), kernels))
+        if len(set(ids)) != len(ids):
+            seen: set[str] = set()
+            dup = next(i for i in ids if i in seen or seen.add(i))
+            raise BundleError(f"{self.path}: kernel id {dup!r} appears twice")
+        for gid, r in self.rows.items():
+            if gid not in self.built:
+                self._adopt(gid, kernels[r.first:r.first + r.count])
+        return kernels
+
+    def _build(self, raw: bytes, r: GraphRows, graph_id: str | None, graphs: list[str] | None = None) -> list[Kernel]:
+        from kernelscope.bundle.paths import strip_controls
+
+        where = f"{self.path}" + (f" (graph {graph_id})" if graph_id else "")
+        if len(raw) != r.length or (raw and not raw.endswith(b"\n")) or raw.count(b"\n") != r.count:
+            raise BundleError(f"{where}: not the {r.count} rows the manifest names (bytes {r.offset}-"
+                              f"{r.offset + r.length}); the bundle is damaged, capture again")
+        try:
+            rows = json.loads(b"[" + raw[:-1].replace(b"\n", b",") + b"]") if raw else []
+        except (ValueError, RecursionError) as exc:
+            raise BundleError(f"{where}: unreadable kernel rows ({str(exc)[:120]}); capture again") from exc
+        if len(rows) != r.count:
+            raise BundleError(f"{where}: {len(rows)} rows, the manifest names {r.count}; capture again")
+        strip_controls(rows, raw)
+        try:
+            columns = row_columns(self.fields, rows)
+            check_columns(columns, len(rows), gaps=False)
+            kernels = build_kernels(columns, len(rows), self.line_table, gaps=False)
+        except BundleError as exc:
+            raise BundleError(f"{where}: {exc}; capture again") from exc
+        wanted = graphs if graphs is not None else [graph_id] * len(rows)
+        got = list(columns.get("graph", ()))
+        if got != wanted:
+            i = next(i for i, (a, b) in enumerate(zip(got, wanted)) if a != b)
+            raise BundleError(f"{where}: row {r.first + i} names graph {got[i]!r} where the manifest puts graph "
+                              f"{wanted[i]!r}; capture again")
+        if graph_id is not None and len(set(map(attrgetter("id"), kernels))) != len(kernels):
+            raise BundleError(f"{where}: a kernel id appears twice; capture again")
+        return kernels
+
+    def _adopt(self, graph_id: str, kernels: list[Kernel]) -> None:
+        """The graph's kernels kept, and handed to its detail loader."""
+        self.built[graph_id] = kernels
+        loader = self.loaders.get(graph_id)
+        if loader is not None:
+            loader.kernels = kernels
+            if self.graphs[graph_id].__dict__.get("_detail") is loader:
+                for k in kernels:
+                    k.__dict__["_detail"] = loader
+
+    def _fail(self, exc: BundleError) -> None:
+        if not self.failed:
+            self.failed = str(exc)
+            self.bundle.notes.append(f"{exc} (the kernel list is left empty)")
+
+
+def _open(path: str):
+    from kernelscope.safefile import FileProblem, open_regular
+
+    try:
+        return open_regular(path)
+    except FileProblem as exc:
+        raise BundleError(f"{exc}; the bundle is incomplete, capture again") from exc
+
+
+def read_rows(data: dict[str, Any], bundle: Bundle, raw_graphs: list[Any], line_table: list[UserLine]) -> KernelFile:
+    """The format-5 manifest's row ranges checked (they tile the file the graphs share) and a loader left on
+    ``bundle``; the kernel file itself is looked at (a regular file of the named size), not read."""
+    fields = data.get("kernel_fields")
+    if type(fields) is not list or set(map(type, fields)) - {str} or len(set(fields)) != len(fields):
+        raise BundleError("bundle.kernel_fields should be a list of distinct field names")
+    rows, first, offset = [], 0, 0
+    for i, entry in enumerate(raw_graphs):
+        r = GraphRows(entry.get("kernel_rows"), f"bundle.graphs[{i}]", first, offset)
+        rows.append(r)
+        first, offset = first + r.count, offset + r.length
+    count = data.get("kernel_count")
+    if count != first:
+        raise BundleError(f"bundle.kernel_count is {count!r}; the graphs' rows add up to {first}")
+    loader = KernelFile(bundle, fields, rows, line_table, first, offset)
+    if offset:
+        try:
+            with _open(loader.path) as fh:
+                size = os.fstat(fh.fileno()).st_size
+        except BundleError as exc:
+            raise BundleError(f"{exc.args[0]}") from exc
+        if size != offset:
+            raise BundleError(f"{KERNEL_FILE} holds {size} bytes; the graphs' rows name {offset}")
+    return loader

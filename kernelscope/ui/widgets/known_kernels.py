@@ -1,0 +1,108 @@
+"""What the kernel list knows of its bundle's kernels: by id, by graph, and as entries (every graph row and
+kernel, folded or not, in list order: what ``/`` searches). A format-5 job's list is loaded knowing the first
+graph's kernels only (its first frame); a graph unfolded reads its own, ``ensure_whole`` reads every graph's
+(after the first frame, or for ``/``, a link or a copy). Mixed into KernelTable (ui/widgets/kernel_table.py).
+"""
+
+from __future__ import annotations
+
+from itertools import chain, groupby
+from operator import attrgetter
+
+from kernelscope.bundle.model import Bundle, BundleError, Graph, Kernel
+
+GRAPH_ROW = "graph:"
+OPEN_ALL_KERNELS = 400  # up to this many kernels (and graphs below) every graph starts unfolded
+OPEN_ALL_GRAPHS = 12
+
+
+def read_by_graph(bundle: Bundle) -> bool:
+    """Whether the list of ``bundle`` starts knowing one graph's kernels: a job's, still in its kernel file
+    (format 5), whose first frame folds every graph but the first."""
+    return not bundle.kernels_read and (bundle.kernel_count() > OPEN_ALL_KERNELS or len(bundle.graphs) > OPEN_ALL_GRAPHS)
+
+
+class KnownKernels:
+    """The kernels a KernelTable lists (see the module's text)."""
+
+    bundle: Bundle | None
+    kernels: dict[str, Kernel]
+    graphs: dict[str, Graph]
+    _by_graph: dict[str, list[Kernel]]
+    _entries: list[str]
+    _entry_index: dict[str, int]
+    _files_of_lines: int
+    _grouped: bool
+    _partial: bool
+
+    def _know(self, kernels_in_order: list[Kernel]) -> None:
+        """The kernels the list holds (all, or those read so far): by id, by graph, and as entries."""
+        ids = list(map(attrgetter("id"), kernels_in_order))  # a job's 15,600: each pass below at C speed
+        self.kernels = dict(zip(ids, kernels_in_order))
+        self._files_of_lines = len(set(map(attrgetter("file"), chain.from_iterable(
+            map(attrgetter("user_lines"), kernels_in_order)))))
+        self._by_graph = {} if self._partial else {g.id: [] for g in self.bundle.graphs}
+        for gid, ks in groupby(kernels_in_order, attrgetter("graph")):  # graph by graph: one run each
+            self._by_graph.setdefault(gid, []).extend(ks)
+        self._list_entries()
+
+    def _list_entries(self) -> None:
+        self._entries = []
+        for g in self.bundle.graphs:
+            ks = self._by_graph.get(g.id, [])
+            if self._grouped or not ks:
+                self._entries.append(GRAPH_ROW + g.id)
+            self._entries += map(attrgetter("id"), ks)
+        self._entry_index = dict(zip(self._entries, range(len(self._entries))))
+
+    def whole_index(self, kernels_in_order: list[Kernel]) -> None:
+        """Every kernel of a list loaded with the first graph's (after the first frame): the rows shown stay
+        (their kernels are the same objects), search and links reach every graph."""
+        if not self._partial:
+            return
+        self._partial = False
+        files_before = self._files_of_lines
+        self._know(kernels_in_order)
+        if (files_before > 1) != (self._files_of_lines > 1):  # the line column names files now, or no longer
+            self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
+
+    @property
+    def partial(self) -> bool:
+        """Whether only some graphs' kernels are known yet (see ``load``)."""
+        return self._partial
+
+    def _count(self, gid: str) -> int:
+        ks = self._by_graph.get(gid)
+        if ks is not None:
+            return len(ks)
+        summary = self.bundle.graph_summary(gid) if self.bundle is not None else None
+        return summary[0] if summary else len(self.bundle.kernels_of(gid)) if self._partial else 0
+
+    def _kernels(self, gid: str) -> list[Kernel]:
+        """The graph's kernels, read now when the list is partial and they are not known yet."""
+        ks = self._by_graph.get(gid)
+        if ks is None:
+            ks = []
+            if self._partial and gid in self.graphs:
+                ks = self._read_graph(gid)
+                self._by_graph[gid] = ks
+                self.kernels.update((k.id, k) for k in ks)
+                self._list_entries()
+        return ks
+
+    def _read_graph(self, gid: str) -> list[Kernel]:
+        try:
+            return self.bundle.kernels_of(gid)
+        except BundleError as exc:  # a damaged kernel file: said once, the list goes on without them
+            self.notify(str(exc), severity="error", timeout=10, markup=False)
+            return []
+
+    def ensure_whole(self) -> None:
+        """Every graph's kernels known now (``/`` and links search all of them)."""
+        if self._partial and self.bundle is not None:
+            try:
+                kernels = self.bundle.kernels
+            except BundleError as exc:
+                self.notify(str(exc), severity="error", timeout=10, markup=False)
+                kernels = [k for ks in self._by_graph.values() for k in ks]
+            self.whole_index(kernels)
