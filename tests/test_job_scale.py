@@ -743,3 +743,32 @@ def test_a_jobs_first_frame_lists_its_graphs_with_one_graphs_kernels_read(job):
             assert app.screen.kernel is not None and app.screen.kernel.graph == last.id
 
     asyncio.run(run())
+
+
+def test_a_jobs_kernel_file_damaged_past_its_first_graph_is_said_and_the_ui_goes_on(job, tmp_path):
+    """The first graph's rows read, a later graph's damaged: the first frame draws, reading the rest says what
+    is wrong in one line, and the list, the steps and `/` go on with what was read."""
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import KernelTable
+
+    _, bundle = job
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    rows = (copy / "kernel_index.jsonl").read_text().splitlines(keepends=True)
+    rows[40] = "[" + " " * (len(rows[40]) - 3) + "]\n"  # graph 2's, its length kept
+    (copy / "kernel_index.jsonl").write_text("".join(rows))
+
+    async def run() -> None:
+        app = make_app(str(copy))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause(0.3)
+            said = [str(n.message) for n in app._notifications]
+            assert any("kernel_index.jsonl: bundle.kernels[40] has 0 values" in m and "capture again" in m
+                       for m in said), said
+            table = app.screen.query_one(KernelTable)
+            assert not table.partial and len(table.kernels) == 22
+            await pilot.press("full_stop", "full_stop", "comma", "slash", "t", "r", "i", "enter")
+            await pilot.pause()
+            assert app.screen.kernel is not None and app.screen.kernel.graph == "1-0-1-forward"
+
+    asyncio.run(run())

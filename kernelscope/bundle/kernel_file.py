@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 KERNEL_FILE = "kernel_index.jsonl"
 MAX_KERNEL_FILE_BYTES = 1 << 30
 _RANGE_FIELDS = ("first", "count", "offset", "length")
+assert ROW_FIELDS[:2] == ("id", "graph")
 
 
 def graph_moved(kernels: list[Kernel]) -> int | None:
@@ -55,8 +56,11 @@ def pack_kernel_file(index: dict[str, Any], kernels: list[Kernel]) -> str:
     graphs = index.get("graphs") or []
     by_graph: dict[str, list[int]] = {g["id"]: [] for g in graphs}
     for i, row in enumerate(rows):
-        by_graph[row[1]].append(i)  # ROW_FIELDS[1] is "graph"
-    assert ROW_FIELDS[1] == "graph"
+        picked = by_graph.get(row[1])  # ROW_FIELDS[1] is "graph"
+        if picked is None:
+            raise BundleError(f"kernel {row[0]!r} names graph {row[1]!r}, which the bundle does not have; "
+                              "nothing was written")
+        picked.append(i)
     lines: list[str] = []
     first = offset = 0
     for g in graphs:

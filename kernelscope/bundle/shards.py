@@ -59,6 +59,7 @@ from kernelscope.bundle.validate import (
     build_kernel,
     build_list,
     build_lists,
+    build_many,
     check_graph_ids,
     check_references,
 )
@@ -188,6 +189,7 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
     if not same:  # a copy elsewhere takes the side files' contents along
         load_sides(bundle)
     index, details = index_and_details(bundle, skip_unread=same)
+    rows = pack_kernel_file(index, bundle.kernels)  # first: a kernel naming no graph refuses before any write
     sides = split_sides(bundle, index)
     details.update(sides)
     for rel, detail in details.items():
@@ -202,7 +204,6 @@ def write(bundle: Bundle, folder: str | os.PathLike) -> str:
             write_atomic(path, text)
         else:
             path.write_text(text, encoding="utf-8")
-    rows = pack_kernel_file(index, bundle.kernels)
     path = folder / KERNEL_FILE
     if not (same and _holds(path, rows)):
         if same:
@@ -311,20 +312,19 @@ def from_index(data: dict[str, Any], root: str) -> Bundle:
     b = build(Bundle, data, "bundle")
     b.root = root
     line_table = build_list(UserLine, data, "lines", "bundle")
-    graphs: list[Graph] = []
     no_ids: list[Graph] = []  # format 4 leaves out a graph's kernel ids where the index's order gives them
     raw_graphs = data.get("graphs", [])
     if not isinstance(raw_graphs, list):
         raise BundleError(f"bundle.graphs should be a list, not {type(raw_graphs).__name__}")
-    for i, entry in enumerate(raw_graphs):
-        where = f"bundle.graphs[{i}]"
-        g = build(Graph, {k: v for k, v in entry.items() if k not in GRAPH_DETAIL} if isinstance(entry, dict) else entry,
-                  where)
-        _check(entry.get("detail"), "str", f"{where}.detail")
+    graphs = build_many(Graph, raw_graphs, "bundle.graphs", skip=GRAPH_DETAIL)  # a job's thousand: by column
+    details = [entry.get("detail") for entry in raw_graphs]
+    if set(map(type, details)) - {str}:
+        i = next(i for i, d in enumerate(details) if type(d) is not str)
+        _check(details[i], "str", f"bundle.graphs[{i}].detail")
+    for g, entry, detail in zip(graphs, raw_graphs, details):
         for f in GRAPH_DETAIL:
             g.__dict__.pop(f, None)
-        g.__dict__["_detail_path"] = entry["detail"]
-        graphs.append(g)
+        g.__dict__["_detail_path"] = detail
         if "kernel_ids" not in entry:
             no_ids.append(g)
     b.graphs = graphs

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from kernelscope.bundle.kernel_file import graph_moved  # noqa: F401 (the list's group rows sum it)
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.symbolic import moved_per_call
 from kernelscope.job_view import short_time
@@ -15,17 +16,6 @@ from kernelscope.units import base_name, fmt_bytes, plural, short_bytes, shorten
 def kernel_moved(k: Kernel) -> int | None:
     r, w = k.bytes_read, k.bytes_written
     return None if r is None or w is None else r + w
-
-
-def graph_moved(kernels: list[Kernel]) -> int | None:
-    """Bytes a graph's kernels move per call, each launch counted; None when one's size is symbolic."""
-    total = 0
-    for k in kernels:
-        moved = kernel_moved(k)
-        if moved is None:
-            return None
-        total += moved * max(1, k.launches)
-    return total
 
 
 def moved_cell(k: Kernel, graph: Graph | None) -> str:
@@ -90,12 +80,16 @@ def name_cell(k: Kernel, width: int | None = None) -> Text:
     return name
 
 
-def graph_label(g: Graph, n: int, fold: str, width: int | None = None) -> Text:
-    """A graph's row label (``▾ forward graph 1/0 · 22 kernels``) within ``width`` cells."""
+GRAPH_LABEL_STYLE = "bold italic"
+
+
+def graph_label_text(g: Graph, n: int, fold: str, width: int | None = None) -> str:
+    """A graph's row label (``▾ forward graph 1/0 · 22 kernels``) within ``width`` cells, as text (a job's
+    thousand graph rows are measured by it before any is drawn; drawn in GRAPH_LABEL_STYLE)."""
+    if not width:
+        return f"{fold}{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}"
     # Narrower, words go before the graph's id and count do: what tells one row from the next stays whole.
     forms = [f"{g.kind} graph {g.compile_id} · {plural(n, 'kernel')}", f"{g.kind} {g.compile_id} · {n}",
              f"{g.kind[:3]} {g.compile_id} · {n}", f"{g.compile_id} · {n}"]
-    text = next((fold + f for f in forms if not width or len(fold + f) <= width), None)
-    if text is None:
-        text = fold + shorten_middle(g.compile_id, max((width or 0) - len(fold), 4))
-    return Text(text, style="bold italic")
+    text = next((fold + f for f in forms if len(fold + f) <= width), None)
+    return text if text is not None else fold + shorten_middle(g.compile_id, max(width - len(fold), 4))

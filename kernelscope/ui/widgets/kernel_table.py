@@ -24,9 +24,10 @@ from kernelscope.ui.first_frame import eager_rows, once_drawn
 from kernelscope.ui.textual_private.data_table import FastTableRows
 from kernelscope.ui.textual_private.scrollbars import StableScrollbars
 from kernelscope.ui.widgets.kernel_cells import (
+    GRAPH_LABEL_STYLE,
     display_name,
     feeds_next,
-    graph_label,
+    graph_label_text,
     graph_moved,
     graph_time_cell,
     moved_cell,
@@ -34,12 +35,7 @@ from kernelscope.ui.widgets.kernel_cells import (
     time_cell,
     tsv_lines,
 )
-from kernelscope.ui.widgets.known_kernels import (
-    GRAPH_ROW,
-    OPEN_ALL_GRAPHS,
-    OPEN_ALL_KERNELS,
-    KnownKernels,
-)
+from kernelscope.ui.widgets.known_kernels import GRAPH_ROW, OPEN_ALL_GRAPHS, OPEN_ALL_KERNELS, KnownKernels
 from kernelscope.ui.xref import KIND_TAGS
 from kernelscope.units import base_name, plural, short_bytes
 
@@ -217,8 +213,11 @@ class KernelTable(KnownKernels, StableScrollbars, FastTableRows, DataTable):
         self._fit()
         self.settle_dimensions()
     def _graph_label(self, g: Graph, width: int | None = None) -> Text:
+        return Text(self._graph_label_text(g, width), style=GRAPH_LABEL_STYLE)
+
+    def _graph_label_text(self, g: Graph, width: int | None = None) -> str:
         fold = ("▾ " if g.id in self._open else "▸ ") if self._grouped else ""
-        return graph_label(g, self._count(g.id), fold, width)
+        return graph_label_text(g, self._count(g.id), fold, width)
 
     def _graph_moved(self, gid: str) -> str:
         """Bytes the graph's kernels move per call (every launch), '' when a size is symbolic."""
@@ -267,7 +266,7 @@ class KernelTable(KnownKernels, StableScrollbars, FastTableRows, DataTable):
         kernels = [self.kernels[key] for key in keys if not key.startswith(GRAPH_ROW)]
         graphs = [self.graphs[key[len(GRAPH_ROW):]] for key in keys if key.startswith(GRAPH_ROW)]
         return max([len(display_name(k)) + (len(f" ×{k.launches}") if k.launches > 1 else 0) for k in kernels]
-                   + [len(self._graph_label(g).plain) for g in graphs]  # a graph row's label whole where it fits
+                   + [len(self._graph_label_text(g)) for g in graphs]  # a graph row's label whole where it fits
                    + [len(self.columns[ColumnKey("name")].label.plain)])
 
     def _wanted_width(self, others: int) -> int | None:
