@@ -109,24 +109,12 @@ def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: 
     names: set[bytes] = set()
     held: list[bytes] | None = None  # a chromium event's lines, filed once its payload says its compile
     held_key: tuple = ()
-    readline = fh.readline
-    number = 0
-    while True:
-        line = readline(limit + 1)
-        number += 1
-        if not line:
-            break
-        if len(line) > limit and not line.endswith(b"\n"):
-            while True:  # the rest of an over-long line, never held whole
-                chunk = readline(1 << 20)
-                if not chunk or chunk.endswith(b"\n"):
-                    break
-            continue
-        if line[:1] == b"\t":
+    for offset, line in _runs(fh, limit):
+        if offset is None:  # a run of payload lines (each starts with a tab), copied as one
             if target is not None:
                 target.write(line)
                 if counting and _TRITON_DEF in line:
-                    names.add(line[1:line.index(b" ")] if b" " in line else line)
+                    _triton_names(line, names)
             elif held is not None:
                 held.append(line)
             continue
@@ -145,7 +133,8 @@ def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: 
             envelope = json.loads(text[m.end():])
         except (ValueError, RecursionError) as exc:  # a damaged line: said, the rest is read
             out.not_records += 1
-            out.first_not_record = out.first_not_record or f"{log_name} line {number}: {_what_is_wrong(exc)}"
+            if not out.first_not_record:
+                out.first_not_record = f"{log_name} line {_line_number(fh, offset)}: {_what_is_wrong(exc)}"
             continue
         kind = take_envelope(out, envelope)
         if not kind:
@@ -174,6 +163,111 @@ def _spool_one(fh, file_rank: int | None, spools: _Spools, out: Spooled, limit: 
         _count(out, names)
     if held is not None:
         _file_event(held, held_key, spools)
+
+
+_CHUNK = 1 << 20  # read at a time: a job's 600,000 payload lines are found and copied in runs, at C speed
+_LINE_START = re.compile(rb"\n(?!\t)")  # the end of the line before one that is not payload (no leading tab)
+
+
+def _triton_names(run: bytes, names: set[bytes]) -> None:
+    """The names an output code's payload lines define with ``NAME = async_compile.triton(``: each line's
+    first word (after its tab) where the line holds that."""
+    i = run.find(_TRITON_DEF)
+    while i >= 0:
+        start = run.rfind(b"\n", 0, i) + 2  # past the newline and the line's tab
+        end = run.find(b"\n", i)
+        line_end = len(run) if end < 0 else end
+        space = run.find(b" ", start, line_end)
+        names.add(run[start:space] if space >= 0 else run[start - 1:line_end + 1])
+        if end < 0:
+            break
+        i = run.find(_TRITON_DEF, end)
+
+
+def _runs(fh, limit: int):
+    """The log as (byte offset, record line) and (None, run of payload lines) in order, read a chunk at a
+    time. A line of more than ``limit`` bytes (its newline aside) is skipped, never held whole; a last line
+    without a newline is given as it is. A record line is any line that does not start with a tab (an empty
+    one too: it ends a payload run)."""
+    offset = 0  # where the first byte of ``pending`` is in the file
+    pending: list[bytes] = []  # the start of a line that no chunk so far has ended
+    held = 0  # bytes in ``pending``
+    skipping = False  # inside an over-long line: its bytes are dropped up to its newline
+    while True:
+        chunk = fh.read(_CHUNK)
+        if not chunk:
+            if pending and not skipping:
+                yield from _split(b"".join(pending), offset, limit)
+            return
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                offset += len(chunk)
+                continue
+            offset, chunk, skipping = offset + nl + 1, chunk[nl + 1:], False
+        nl = chunk.rfind(b"\n")
+        if nl < 0:
+            if not chunk:
+                continue
+            pending.append(chunk)
+            held += len(chunk)
+            if held > limit:
+                offset, pending, held, skipping = offset + held, [], 0, True
+            continue
+        block = b"".join(pending) + chunk[:nl + 1] if pending else chunk[:nl + 1]
+        yield from _split(block, offset, limit)
+        offset += len(block)
+        pending, held = ([chunk[nl + 1:]], len(chunk) - nl - 1) if nl + 1 < len(chunk) else ([], 0)
+
+
+def _split(block: bytes, offset: int, limit: int):
+    """One block of lines as _runs gives them (``offset``: where it starts in the file)."""
+    pos = 0
+    if block[:1] not in (b"\t", b""):
+        pos = yield from _record(block, 0, offset, limit)
+    for m in _LINE_START.finditer(block):
+        start = m.end()
+        if start >= len(block):
+            break
+        if start < pos:
+            continue  # an empty line right after a record line's own newline: found by both
+        if start > pos:
+            yield from _payload(block[pos:start], limit)
+        pos = yield from _record(block, start, offset, limit)
+    if pos < len(block):
+        yield from _payload(block[pos:], limit)
+
+
+def _record(block: bytes, start: int, offset: int, limit: int):
+    """The record line at ``start`` (left out when over ``limit``); returns where the next line starts."""
+    nl = block.find(b"\n", start)
+    end = len(block) if nl < 0 else nl + 1
+    if (end if nl < 0 else nl) - start <= limit:
+        yield offset + start, block[start:end]
+    return end
+
+
+def _payload(run: bytes, limit: int):
+    if len(run) <= limit:
+        yield None, run
+    else:  # one of its lines may be over the limit: those are left out
+        lines = run.split(b"\n")
+        kept = b"".join(line + b"\n" for line in lines[:-1] if len(line) <= limit)
+        kept += lines[-1] if len(lines[-1]) <= limit else b""
+        if kept:
+            yield None, kept
+
+
+def _line_number(fh, offset: int) -> int:
+    """The 1-based line of the log at byte ``offset`` (counted when a damaged line is first named)."""
+    newlines, at = 0, 0
+    while at < offset:
+        data = os.pread(fh.fileno(), min(_CHUNK, offset - at), at)
+        if not data:
+            break
+        newlines += data.count(b"\n")
+        at += len(data)
+    return newlines + 1
 
 
 def _what_is_wrong(exc: Exception) -> str:
