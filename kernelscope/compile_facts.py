@@ -141,11 +141,11 @@ def failed_guard_lines(r: Recompile, prefix: str = "") -> list[str]:
 
 
 def cudagraph_line(b: Bundle) -> str:
+    if b.graphs and all((g.cudagraphs or {}).get("status") == "n/a" for g in b.graphs):  # a job's thousand: one line
+        return f"cuda graphs: n/a ({b.graphs[0].cudagraphs.get('reason', '')})"
     parts = []
     for g in b.graphs:
         cg = g.cudagraphs or {}
         if cg:
             parts.append(f"{g.id} {cg.get('status')}" + (f" ({cg['reason']})" if cg.get("reason") else ""))
-    if parts and all((g.cudagraphs or {}).get("status") == "n/a" for g in b.graphs):
-        return f"cuda graphs: n/a ({b.graphs[0].cudagraphs.get('reason', '')})"
     return "cuda graphs: " + "; ".join(parts) if parts else ""

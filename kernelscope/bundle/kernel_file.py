@@ -119,6 +119,7 @@ class KernelFile:
         self.built: dict[str, list[Kernel]] = {}
         self.loaders: dict[str, Any] = {}  # graph id -> its detail loader (bundle/shards.py), given its kernels
         self.failed = ""
+        self._langs: Counter | None = None
         self.lock = threading.RLock()
 
     @property
@@ -129,10 +130,12 @@ class KernelFile:
         return str(inside(self.bundle.root, KERNEL_FILE))
 
     def langs(self) -> Counter:
-        total: Counter = Counter()
-        for r in self.rows.values():
-            total.update(r.langs)
-        return total
+        """The kernels counted by language, as the graphs' rows give them (summed once: a header asks often)."""
+        if self._langs is None:
+            self._langs = Counter()
+            for r in self.rows.values():
+                self._langs.update(r.langs)
+        return Counter(self._langs)
 
     def graph(self, graph_id: str) -> list[Kernel]:
         """One graph's kernels, read from its byte range of the file (once)."""
