@@ -138,16 +138,22 @@ def short_time(us: float) -> str:
 MAX_LAUNCH_US = 1e9  # a launch timed at over 1,000 s is no measurement (a damaged or forged record)
 
 
+def has_kernel_times(b: Bundle) -> bool:
+    """Whether the bundle holds a bench's per-launch times (device_us_by_kernel is not empty but for forged rows)."""
+    bench = b.extra.get("bench") if isinstance(b.extra, dict) else None
+    run = bench.get("run") if isinstance(bench, dict) else None
+    rows = run.get("per_kernel") if isinstance(run, dict) else None
+    return isinstance(rows, list) and bool(rows)
+
+
 def device_us_by_kernel(b: Bundle) -> dict[str, float]:
     """After a bench: each of the bundle's kernels' device time in one compiled call (its launches' µs
     added up), by kernel id; {} before a bench. A time that is not a number in [0, MAX_LAUNCH_US] (NaN,
     1e300, -5, true) is no time, and a row naming no kernel of the bundle (a bench of an earlier capture)
     is left out."""
-    bench = b.extra.get("bench") if isinstance(b.extra, dict) else None
-    run = bench.get("run") if isinstance(bench, dict) else None
-    rows = run.get("per_kernel") if isinstance(run, dict) else None
-    if not isinstance(rows, list) or not rows:
+    if not has_kernel_times(b):
         return {}
+    rows = b.extra["bench"]["run"]["per_kernel"]
     known = {k.id for k in b.kernels}
     out: dict[str, float] = {}
     for row in rows:

@@ -633,6 +633,13 @@ def test_the_info_pane_shows_a_jobs_compile_time_once_its_side_file_is_read(job)
      "bundle.graphs[0].kernel_rows.moved should be a whole number of bytes or null", "open"),
     (lambda m, f: m.__setitem__("kernel_count", 961), "bundle.kernel_count is 961; the graphs' rows add up to 960", "open"),
     (lambda m, f: m["graphs"][0].pop("kernel_rows"), "bundle.graphs[0].kernel_rows should be an object", "open"),
+    # a forged count or length: refused before anything is held for it
+    (lambda m, f: (m["graphs"][-1]["kernel_rows"].__setitem__("count", 300_000_000),
+                   m["graphs"][-1]["kernel_rows"]["langs"].__setitem__("triton", 300_000_000),
+                   m["graphs"][-1]["kernel_rows"]["langs"].pop("extern", None)),
+     "rows in", "open"),
+    (lambda m, f: m["graphs"][-1]["kernel_rows"].__setitem__("length", 1 << 40),
+     "more than kernelscope reads", "open"),
     (lambda m, f: f.write_text(f.read_text()[:-10]), "kernel_index.jsonl holds", "open"),
     (lambda m, f: f.unlink(), "kernel_index.jsonl: cannot read it", "open"),
     # the rows: checked when a graph's, or all, are read
@@ -770,5 +777,90 @@ def test_a_jobs_kernel_file_damaged_past_its_first_graph_is_said_and_the_ui_goes
             await pilot.press("full_stop", "full_stop", "comma", "slash", "t", "r", "i", "enter")
             await pilot.pause()
             assert app.screen.kernel is not None and app.screen.kernel.graph == "1-0-1-forward"
+
+    asyncio.run(run())
+
+
+def test_a_small_format_5_bundle_with_a_damaged_kernel_file_is_refused_as_it_opens(train_trace, tmp_path):
+    """A bundle the explorer lists whole (4 graphs, 60 kernels) reads its kernel file as it opens: a damaged
+    row is one line from `kernelscope BUNDLE`, as format 4's manifest was, never a traceback mid-draw."""
+    from kernelscope.bundle.model import BundleError
+    from kernelscope.ui.app import make_app
+
+    out = tmp_path / "b"
+    bundle_from_trace(train_trace, out)
+    rows = (out / "kernel_index.jsonl").read_text().splitlines(keepends=True)
+    rows[5] = rows[5].replace(", false, ", ', "no!", ', 1)  # a row's bytes_bound made a string, its length kept
+    (out / "kernel_index.jsonl").write_text("".join(rows))
+    with pytest.raises(BundleError) as err:
+        make_app(str(out))
+    assert "kernel_index.jsonl: bundle.kernels[5].bytes_bound should be true/false" in str(err.value)
+    assert "capture again" in str(err.value)
+    proc = kernelscope_cmd(str(out))
+    assert proc.returncode != 0 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_graphs_kernels_are_written_in_its_launch_order_and_an_empty_job_needs_no_kernel_file(job, tmp_path):
+    _, bundle = job
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    b = read_bundle(copy)
+    first = b.graphs[0]
+    launch = [k.id for k in b.kernels_of(first.id)]
+    b.kernels  # noqa: B018
+    mine = [k for k in b.kernels if k.graph == first.id]
+    rest = [k for k in b.kernels if k.graph != first.id]
+    b.kernels = mine[::-1] + rest  # listed backwards, the graph's kernel ids still in launch order
+    first.kernel_ids = launch
+    save_manifest(b, copy)
+    m = json.loads((copy / "bundle.json").read_text())
+    assert "kernel_ids" not in m["graphs"][0]  # the file's order gives them
+    again = read_bundle(copy)
+    assert [k.id for k in again.kernels_of(first.id)] == launch and again.graphs[0].kernel_ids == launch
+    empty = tmp_path / "e"
+    empty.mkdir()
+    e = read_bundle(copy)
+    e.kernels = []
+    save_manifest(e, empty)
+    (empty / "kernel_index.jsonl").unlink()
+    assert read_bundle(empty).kernels == [] and read_bundle(empty).kernel_count() == 0
+
+
+def test_a_benched_jobs_first_frame_leaves_the_device_time_per_line_to_a_thread(job, tmp_path):
+    """A benched job's device time per line reads every graph's detail file (seconds at a thousand graphs):
+    the first frame is drawn without it, then the Source and Info panes show it."""
+    from kernelscope.report.lines import line_tables_ready
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    _, bundle = job
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    b = read_bundle(copy)
+    b.extra["bench"] = {"device": "cuda", "method": "test", "run": {"per_kernel": [
+        {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in b.kernels]}}
+    save_manifest(b, copy)
+
+    async def run() -> None:
+        app = make_app(str(copy))
+        seen: dict = {}
+
+        def first_frame() -> None:
+            seen["ready"] = line_tables_ready(app.screen.bundle)
+            seen["loaded"] = sum(g.detail_loaded for g in app.screen.bundle.graphs)
+            seen["info"] = "\n".join(app.screen.query_one("#info", CodeView).doc.lines)
+
+        app.after_first_frame(first_frame)
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if not app.screen.line_times_later:
+                    break
+            assert seen["ready"] is False and seen["loaded"] <= 2, seen
+            assert "── device time per line: working it out from every graph's launches… ──" in seen["info"]
+            assert line_tables_ready(app.screen.bundle) and not app.screen.line_times_later
+            await pilot.pause(0.2)
+            info = "\n".join(app.screen.query_one("#info", CodeView).doc.lines)
+            assert "── device time per line ──" in info and "working it out" not in info
 
     asyncio.run(run())

@@ -65,6 +65,10 @@ def pack_kernel_file(index: dict[str, Any], kernels: list[Kernel]) -> str:
     first = offset = 0
     for g in graphs:
         picked = by_graph[g["id"]]
+        order = g.get("kernel_ids")
+        if order is not None and sorted(order) == sorted(rows[i][0] for i in picked):
+            place = {kid: n for n, kid in enumerate(order)}
+            picked.sort(key=lambda i: place[rows[i][0]])  # launch order: the graph's kernel_ids go unwritten
         text = "".join(json.dumps(rows[i], allow_nan=False) + "\n" for i in picked)
         length = len(text.encode("utf-8"))
         ks = [kernels[i] for i in picked]
@@ -94,7 +98,7 @@ class GraphRows:
         if entry["first"] != first or entry["offset"] != offset:
             raise BundleError(f"{where}.kernel_rows starts at row {entry['first']}, byte {entry['offset']}; the graphs "
                               f"before it end at row {first}, byte {offset}")
-        if (entry["count"] == 0) != (entry["length"] == 0):
+        if (entry["count"] == 0) != (entry["length"] == 0) or entry["count"] * 3 > entry["length"]:
             raise BundleError(f"{where}.kernel_rows: {entry['count']} rows in {entry['length']} bytes")
         langs, moved = entry.get("langs"), entry.get("moved")
         if not isinstance(langs, dict) or any(type(v) is not int or v < 0 for v in langs.values()) \
@@ -176,6 +180,8 @@ class KernelFile:
     def _load_all(self) -> list[Kernel]:
         from kernelscope.safefile import FileProblem, read_regular
 
+        if not self.size:
+            return []  # no kernels: the file is not needed (it may be absent)
         try:
             raw = read_regular(self.path, MAX_KERNEL_FILE_BYTES, "kernel index")
         except FileProblem as exc:
@@ -185,8 +191,8 @@ class KernelFile:
                               "the bundle is damaged, capture again")
         whole = GraphRows.__new__(GraphRows)
         whole.first, whole.count, whole.offset, whole.length = 0, self.count, 0, self.size
-        expected = list(chain.from_iterable(repeat(gid, r.count) for gid, r in self.rows.items()))
-        kernels = self._build(raw, whole, None, expected)
+        kernels = self._build(raw, whole, None, lambda: list(chain.from_iterable(
+            repeat(gid, r.count) for gid, r in self.rows.items())))
         for gid, built in self.built.items():  # a graph read before: its objects stand
             r = self.rows[gid]
             kernels[r.first:r.first + r.count] = built
@@ -200,7 +206,9 @@ class KernelFile:
                 self._adopt(gid, kernels[r.first:r.first + r.count])
         return kernels
 
-    def _build(self, raw: bytes, r: GraphRows, graph_id: str | None, graphs: list[str] | None = None) -> list[Kernel]:
+    def _build(self, raw: bytes, r: GraphRows, graph_id: str | None, graphs: Any = None) -> list[Kernel]:
+        """``r``'s rows (``raw``) checked and built; ``graphs``: the graph each row must name, made when the rows
+        are known to be as many as the manifest says (one graph's: ``graph_id``)."""
         from kernelscope.bundle.paths import strip_controls
 
         where = f"{self.path}" + (f" (graph {graph_id})" if graph_id else "")
@@ -220,7 +228,7 @@ class KernelFile:
             kernels = build_kernels(columns, len(rows), self.line_table, gaps=False)
         except BundleError as exc:
             raise BundleError(f"{where}: {exc}; capture again") from exc
-        wanted = graphs if graphs is not None else [graph_id] * len(rows)
+        wanted = graphs() if graphs is not None else [graph_id] * len(rows)
         got = list(columns.get("graph", ()))
         if got != wanted:
             i = next(i for i, (a, b) in enumerate(zip(got, wanted)) if a != b)
@@ -269,6 +277,9 @@ def read_rows(data: dict[str, Any], bundle: Bundle, raw_graphs: list[Any], line_
     count = data.get("kernel_count")
     if count != first:
         raise BundleError(f"bundle.kernel_count is {count!r}; the graphs' rows add up to {first}")
+    if offset > MAX_KERNEL_FILE_BYTES:
+        raise BundleError(f"the graphs' rows name {offset >> 20} MB of {KERNEL_FILE}, more than kernelscope reads "
+                          f"({MAX_KERNEL_FILE_BYTES >> 20} MB)")
     loader = KernelFile(bundle, fields, rows, line_table, first, offset)
     if offset:
         try:

@@ -369,7 +369,7 @@ class Bundle(KernelsFromFile):
         if loader is not None:
             loader.load_all()
         self.kernels  # noqa: B018 (format 5: the kernel file read, so the copy has them; see lazy_kernels)
-        return {k: v for k, v in self.__dict__.items() if k not in ("_sides", "_kernel_file")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_sides", "_kernel_file", "_line_tables")}
 
     def section_unread(self, name: str) -> bool:
         """Whether ``section(name)`` would read a side file now (a view may show the rest first)."""

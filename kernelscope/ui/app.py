@@ -201,10 +201,12 @@ class KernelscopeApp(AppKeys, App):
 
     def open_bundle(self, path: str) -> None:
         from kernelscope.bundle.io import BundleError, read_bundle
+        from kernelscope.ui.widgets.known_kernels import read_first_frame_kernels
 
         try:
             with collector_paused():
                 bundle = read_bundle(Path(path).expanduser())
+                read_first_frame_kernels(bundle)
         except BundleError as exc:
             self.notify(str(exc), severity="error", timeout=8, markup=False)
             return
@@ -336,8 +338,11 @@ def make_app(what: str | None = None, *, bundle: Bundle | None = None, request: 
         from kernelscope.bundle.io import read_bundle
 
         if is_bundle_path(what) or Path(what).expanduser().is_dir():  # the latter raises: "not a kernelscope bundle"
+            from kernelscope.ui.widgets.known_kernels import read_first_frame_kernels
+
             with collector_paused():  # a job's index: thousands of objects that live as long as the app
                 bundle = read_bundle(Path(what).expanduser())
+                read_first_frame_kernels(bundle)
         else:
             from kernelscope.ui.capture_request import CaptureRequest
 

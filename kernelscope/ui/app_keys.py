@@ -129,6 +129,7 @@ class AppKeys:
         from kernelscope.bundle.io import BundleError, read_bundle
         from kernelscope.ui.screens.explorer import ExplorerScreen
         from kernelscope.ui.story import find_kernel
+        from kernelscope.ui.widgets.known_kernels import read_first_frame_kernels
         from kernelscope.ui.widgets.presentation import PresentationScreen
 
         self.talk_index = n
@@ -138,7 +139,9 @@ class AppKeys:
         bundle = self._talk_bundles.get(step.bundle)
         if bundle is None:
             try:
-                bundle = self._talk_bundles[step.bundle] = read_bundle(step.bundle)
+                bundle = read_bundle(step.bundle)
+                read_first_frame_kernels(bundle)
+                self._talk_bundles[step.bundle] = bundle
             except BundleError as exc:
                 self.notify(f"step {n + 1}: {exc}", severity="error", timeout=8)
                 return

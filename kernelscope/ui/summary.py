@@ -293,10 +293,11 @@ def why_kernel_info(b: Bundle, kernel: Kernel | None) -> str:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def why_shared_info(b: Bundle, graph: Graph | None, *, compile_time: bool = True) -> str:
+def why_shared_info(b: Bundle, graph: Graph | None, *, compile_time: bool = True, line_times: bool = True) -> str:
     """What follows the kernel's pairs, the same for every kernel of ``graph``: the round trips ranked by
-    bytes (a job's: this graph's), device time per line, where the compile went (unless ``compile_time``
-    is False: the Info pane's first draw of a job, whose compile-time rows are read meanwhile)."""
+    bytes (a job's: this graph's), device time per line (unless ``line_times`` is False: a benched job's,
+    worked out meanwhile), where the compile went (unless ``compile_time`` is False: the Info pane's first
+    draw of a job, whose compile-time rows are read meanwhile)."""
     from kernelscope.report import lines, why
 
     out: list[str] = []
@@ -309,7 +310,9 @@ def why_shared_info(b: Bundle, graph: Graph | None, *, compile_time: bool = True
             out.append(f"── not fused in graph {graph.id} (round trips, most bytes first) ──")
             out += why.fusion_lines(b, limit=8, width=100, graph=graph)
             out.append("")
-    if lines.line_tables(b) is not None:
+    if not line_times and not lines.line_tables_ready(b):
+        out += ["── device time per line: working it out from every graph's launches… ──", ""]
+    elif lines.line_tables(b) is not None:
         out.append("── device time per line ──")
         out += lines.lines_text(b, limit=10).rstrip("\n").splitlines()
         out.append("")

@@ -54,10 +54,12 @@ class InfoPane(Pane):
                 graph = next((g for g in bundle.graphs if g.id == kernel.graph), graph)
             key = graph.id if graph is not None else ""
             pending = bundle.section_unread("compile_time")
+            lines_later = self.explorer.line_times_later  # a benched job's device time per line: worked out later
             shared = self._per_graph.get(key)
             if shared is None:  # a graph's guards, round trips, compile bars: once per graph, not per kernel
-                shared = (graph_info(bundle, graph), why_shared_info(bundle, graph, compile_time=not pending))
-                if not pending:
+                shared = (graph_info(bundle, graph), why_shared_info(bundle, graph, compile_time=not pending,
+                                                                     line_times=not lines_later))
+                if not pending and not lines_later:
                     self._per_graph[key] = shared
             doc = TextDoc.joined(kernel_info(bundle, kernel) + shared[0], self._capture)
             why = why_kernel_info(bundle, kernel) + shared[1]
@@ -68,7 +70,7 @@ class InfoPane(Pane):
                     self._reading = True
                     # and after it: parsing them in a thread holds the interpreter lock the frame waits for
                     once_drawn(self, self._read_compile_time)
-            else:
+            elif not lines_later:
                 self._docs[shown] = doc
         self.query_one(CodeView).set_document(doc)
 

@@ -73,6 +73,8 @@ class SourcePane(Pane):
         bundle = self.explorer.bundle
         cached = getattr(self, "_heat_of", None)
         if cached is None or cached[0] is not bundle:
+            if self.explorer.line_times_later:
+                return {}  # a benched job's: worked out after the first frame (ExplorerScreen), drawn then
             self._heat_of = (bundle, heat_by_line(bundle))
         return self._heat_of[1]
 
@@ -147,6 +149,9 @@ class SourcePane(Pane):
         """Enter on a line with device time (a benched bundle): its kernels with their times."""
         from kernelscope.report.lines import line_tables
 
+        if self.explorer.line_times_later:
+            self.notify("device time per line: still being worked out from every graph's launches", timeout=4)
+            return
         got = line_tables(self.explorer.bundle) if self._heat() else None
         if not got:
             return

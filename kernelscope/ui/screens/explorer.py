@@ -25,6 +25,7 @@ from kernelscope.ui.gcpolicy import MoveGC
 from kernelscope.ui.panes import GRID_ORDER, PANES, Pane
 from kernelscope.ui.panes.kernels import KernelsPane
 from kernelscope.ui.screens.explorer_actions import ExplorerActions
+from kernelscope.ui.screens.job_loading import JobLoading, job_loading
 from kernelscope.ui.screens.list_runs import FollowsListRuns
 from kernelscope.ui.screens.resume import first_resume_styled, same_size_again
 from kernelscope.ui.textual_private.compositor import use_sparse_compositor
@@ -32,7 +33,6 @@ from kernelscope.ui.textual_private.first_paint import settle_first_paint
 from kernelscope.ui.widgets.code_view import CodeView
 from kernelscope.ui.widgets.kernel_table import KernelTable
 from kernelscope.ui.widgets.key_footer import KeyFooter
-from kernelscope.ui.widgets.known_kernels import read_by_graph
 from kernelscope.ui.widgets.search_bar import SearchBar
 from kernelscope.ui.widgets.title_line import TitleLine
 from kernelscope.ui.xref import BundleIndex
@@ -50,7 +50,7 @@ LEX_AHEAD_IDLE = 0.25
 LEX_AHEAD_BUDGET = 0.012  # seconds of lexing per tick (one source may take longer: it is not cut)
 
 
-class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
+class ExplorerScreen(JobLoading, FollowsListRuns, ExplorerActions, Screen):
     """Every view of one bundle."""
 
     AUTO_FOCUS = "KernelTable"
@@ -102,7 +102,7 @@ class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
         self.previous = previous
         self.request = request  # the CaptureRequest that made this bundle, when captured live
         self.index = BundleIndex(bundle)
-        self.lazy_index = read_by_graph(bundle)  # a job's first frame reads one graph's kernels
+        self.lazy_index, self.line_times_later = job_loading(bundle)
         self.graph: Graph | None = bundle.graphs[0] if bundle.graphs else None
         self.kernel: Kernel | None = None
         self.active_pane = "kernels"
@@ -157,13 +157,7 @@ class ExplorerScreen(FollowsListRuns, ExplorerActions, Screen):
         self.watch(table, "cursor_coordinate", self._table_cursor, init=False)
         # Lexing ahead and reclaiming wait for highlighting, after the first frame: their tickers start then.
         self.app.after_first_frame(self._start_tickers)
-        if self.lazy_index:
-            self.app.after_first_frame(self._whole_index)
-
-    def _whole_index(self) -> None:
-        """A job's kernels read whole (its first frame read one graph's): search and links reach them all."""
-        if self.is_attached:
-            self.query_one(KernelTable).ensure_whole()
+        self.load_rest_of_job()
 
     def _start_tickers(self) -> None:
         if not self.is_attached:  # replaced before the first frame

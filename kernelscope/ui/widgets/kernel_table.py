@@ -82,8 +82,9 @@ class KernelTable(KnownKernels, StableScrollbars, FastTableRows, DataTable):
         self._row_ids: list[str] = []  # the rows on screen: graph rows and the kernels of unfolded graphs
         self._later: list[str] = []  # rows of a long list built once the first frame is drawn (see load)
         self._row_of: dict[str, int] = {}
-        self._entries: list[str] = []  # every graph row and kernel, folded or not, in list order
-        self._entry_index: dict[str, int] = {}  # where each is in _entries
+        self._entry_list: list[str] = []  # every graph row and kernel, folded or not, in list order (_entries)
+        self._entry_pos: dict[str, int] = {}  # where each is in it (_entry_index)
+        self._entries_stale = False
         self._by_graph: dict[str, list[Kernel]] = {}
         self._open: set[str] = set()  # unfolded graphs
         self._grouped = False  # graph rows shown (more than one graph)

@@ -10,6 +10,7 @@ from itertools import chain, groupby
 from operator import attrgetter
 
 from kernelscope.bundle.model import Bundle, BundleError, Graph, Kernel
+from kernelscope.job_view import has_kernel_times
 
 GRAPH_ROW = "graph:"
 OPEN_ALL_KERNELS = 400  # up to this many kernels (and graphs below) every graph starts unfolded
@@ -18,8 +19,21 @@ OPEN_ALL_GRAPHS = 12
 
 def read_by_graph(bundle: Bundle) -> bool:
     """Whether the list of ``bundle`` starts knowing one graph's kernels: a job's, still in its kernel file
-    (format 5), whose first frame folds every graph but the first."""
-    return not bundle.kernels_read and (bundle.kernel_count() > OPEN_ALL_KERNELS or len(bundle.graphs) > OPEN_ALL_GRAPHS)
+    (format 5), whose first frame folds every graph but the first. Not after a bench: the time column's group
+    rows sum every graph's kernels, so the list reads them all at once."""
+    return not bundle.kernels_read and not has_kernel_times(bundle) and (
+        bundle.kernel_count() > OPEN_ALL_KERNELS or len(bundle.graphs) > OPEN_ALL_GRAPHS)
+
+
+def read_first_frame_kernels(bundle: Bundle) -> None:
+    """Read now what an explorer's first frame shows of the kernels (all of them; a job's, its first graph's),
+    so that a damaged kernel file is refused in one line as the bundle opens (BundleError), not mid-draw."""
+    if read_by_graph(bundle):
+        first = next((g.id for g in bundle.graphs if (bundle.graph_summary(g.id) or (1,))[0]), None)
+        if first is not None:
+            bundle.kernels_of(first)
+    else:
+        bundle.kernels  # noqa: B018
 
 
 class KnownKernels:
@@ -29,8 +43,9 @@ class KnownKernels:
     kernels: dict[str, Kernel]
     graphs: dict[str, Graph]
     _by_graph: dict[str, list[Kernel]]
-    _entries: list[str]
-    _entry_index: dict[str, int]
+    _entry_list: list[str]
+    _entry_pos: dict[str, int]
+    _entries_stale: bool
     _files_of_lines: int
     _grouped: bool
     _partial: bool
@@ -47,13 +62,28 @@ class KnownKernels:
         self._list_entries()
 
     def _list_entries(self) -> None:
-        self._entries = []
+        entries: list[str] = []
         for g in self.bundle.graphs:
             ks = self._by_graph.get(g.id, [])
             if self._grouped or not ks:
-                self._entries.append(GRAPH_ROW + g.id)
-            self._entries += map(attrgetter("id"), ks)
-        self._entry_index = dict(zip(self._entries, range(len(self._entries))))
+                entries.append(GRAPH_ROW + g.id)
+            entries += map(attrgetter("id"), ks)
+        self._entry_list, self._entry_pos = entries, dict(zip(entries, range(len(entries))))
+        self._entries_stale = False
+
+    @property
+    def _entries(self) -> list[str]:
+        """Every graph row and kernel known, folded or not, in list order (listed again after a graph is read)."""
+        if self._entries_stale:
+            self._list_entries()
+        return self._entry_list
+
+    @property
+    def _entry_index(self) -> dict[str, int]:
+        """Where each of ``_entries`` is."""
+        if self._entries_stale:
+            self._list_entries()
+        return self._entry_pos
 
     def whole_index(self, kernels_in_order: list[Kernel]) -> None:
         """Every kernel of a list loaded with the first graph's (after the first frame): the rows shown stay
@@ -87,7 +117,7 @@ class KnownKernels:
                 ks = self._read_graph(gid)
                 self._by_graph[gid] = ks
                 self.kernels.update((k.id, k) for k in ks)
-                self._list_entries()
+                self._entries_stale = True  # listed when next asked for: a loop over graphs stays linear
         return ks
 
     def _read_graph(self, gid: str) -> list[Kernel]:
@@ -97,11 +127,12 @@ class KnownKernels:
             self.notify(str(exc), severity="error", timeout=10, markup=False)
             return []
 
-    def ensure_whole(self) -> None:
-        """Every graph's kernels known now (``/`` and links search all of them)."""
+    def ensure_whole(self, in_order=None) -> None:
+        """Every graph's kernels known now (``/`` and links search all of them); ``in_order``: a callable giving
+        them graph by graph in launch order (the explorer's), else the bundle's order."""
         if self._partial and self.bundle is not None:
             try:
-                kernels = self.bundle.kernels
+                kernels = in_order() if in_order is not None else self.bundle.kernels
             except BundleError as exc:
                 self.notify(str(exc), severity="error", timeout=10, markup=False)
                 kernels = [k for ks in self._by_graph.values() for k in ks]
