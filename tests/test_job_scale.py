@@ -710,6 +710,11 @@ def test_a_format_5_job_reads_one_graphs_kernels_until_all_are_asked_for(job):
     everything = b.kernels
     assert [k.id for k in everything] == [k.id for k in whole.kernels] and b.kernels_read
     assert everything[everything.index(third[0])] is third[0]  # the one already read, not a copy
+    from kernelscope.ui.xref import BundleIndex
+
+    assert b.listed_in_launch_order() and BundleIndex(b).kernels_in_order() == everything  # no comparing
+    b.kernels = everything[::-1]  # a list made in memory: compared again
+    assert not b.listed_in_launch_order() and BundleIndex(b).kernels_in_order() == everything
 
 
 def test_a_jobs_first_frame_lists_its_graphs_with_one_graphs_kernels_read(job):

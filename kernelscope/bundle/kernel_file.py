@@ -123,6 +123,8 @@ class KernelFile:
         self.built: dict[str, list[Kernel]] = {}
         self.loaders: dict[str, Any] = {}  # graph id -> its detail loader (bundle/shards.py), given its kernels
         self.failed = ""
+        self.in_launch_order = False  # see read_rows
+        self.loaded: list[Kernel] | None = None  # the list load_all made (the bundle's, until replaced)
         self._langs: Counter | None = None
         self.lock = threading.RLock()
 
@@ -174,7 +176,7 @@ class KernelFile:
             except BundleError as exc:
                 self._fail(exc)
                 raise
-            self.bundle.__dict__["kernels"] = kernels
+            self.bundle.__dict__["kernels"] = self.loaded = kernels
             return kernels
 
     def _load_all(self) -> list[Kernel]:
@@ -281,6 +283,8 @@ def read_rows(data: dict[str, Any], bundle: Bundle, raw_graphs: list[Any], line_
         raise BundleError(f"the graphs' rows name {offset >> 20} MB of {KERNEL_FILE}, more than kernelscope reads "
                           f"({MAX_KERNEL_FILE_BYTES >> 20} MB)")
     loader = KernelFile(bundle, fields, rows, line_table, first, offset)
+    # Written graph by graph, each graph's rows in launch order unless it kept its own kernel_ids.
+    loader.in_launch_order = not any(isinstance(entry, dict) and "kernel_ids" in entry for entry in raw_graphs)
     if offset:
         try:
             with _open(loader.path) as fh:

@@ -25,6 +25,12 @@ class KernelsFromFile:
         """False while a format-5 bundle's kernels are still in its kernel file (``kernels`` reads them all)."""
         return "kernels" in self.__dict__ or self.__dict__.get("_kernel_file") is None
 
+    def listed_in_launch_order(self) -> bool:
+        """Whether ``kernels`` is known to list graph by graph, each in launch order (a format-5 kernel file
+        whose graphs keep no kernel ids of their own), without comparing."""
+        loader = self.__dict__.get("_kernel_file")
+        return loader is not None and loader.in_launch_order and self.__dict__.get("kernels") is loader.loaded
+
     def kernel_count(self) -> int:
         """How many kernels, without reading a format-5 kernel file."""
         return len(self.kernels) if self.kernels_read else self.__dict__["_kernel_file"].count

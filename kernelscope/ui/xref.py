@@ -126,6 +126,8 @@ class BundleIndex:
 
     def _kernels_in_order(self) -> list[Kernel]:
         kernels = self.bundle.kernels
+        if self.bundle.listed_in_launch_order():
+            return list(kernels)  # a format-5 kernel file, written so
         if list(map(attrgetter("id"), kernels)) == list(chain.from_iterable(map(attrgetter("kernel_ids"),
                                                                                  self.bundle.graphs))):
             return list(kernels)  # listed graph by graph already (as every bundle written lists them)
