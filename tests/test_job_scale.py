@@ -869,3 +869,87 @@ def test_a_benched_jobs_first_frame_leaves_the_device_time_per_line_to_a_thread(
             assert "── device time per line ──" in info and "working it out" not in info
 
     asyncio.run(run())
+
+
+def _benched_copy(bundle: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    b = read_bundle(copy)
+    b.extra["bench"] = {"device": "cuda", "method": "test", "run": {"per_kernel": [
+        {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in b.kernels]}}
+    save_manifest(b, copy)
+    return copy
+
+
+def test_line_times_that_cannot_be_worked_out_are_said_once_and_the_panes_go_on(job, tmp_path, monkeypatch):
+    from kernelscope.report import lines
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    copy = _benched_copy(job[1], tmp_path)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a detail file the loader did not expect")
+
+    monkeypatch.setattr(lines, "_line_tables", broken)
+
+    async def run() -> None:
+        app = make_app(str(copy))
+        async with app.run_test(size=(160, 48)) as pilot:
+            for _ in range(50):
+                await pilot.pause(0.1)
+                if not app.screen.line_times_later:
+                    break
+            said = [str(n.message) for n in app._notifications]
+            assert "device time per line: a detail file the loader did not expect" in said, said
+            info = "\n".join(app.screen.query_one("#info", CodeView).doc.lines)
+            assert "working it out" not in info and "── device time per line ──" not in info
+            assert lines.line_tables(app.screen.bundle) is None  # given up for this record, not tried again
+
+    asyncio.run(run())
+
+
+def test_a_bench_stored_in_a_jobs_explorer_works_out_its_line_times_in_the_thread(job, tmp_path):
+    from kernelscope.report.lines import line_tables_ready
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.code_view import CodeView
+
+    _, bundle = job
+
+    async def run() -> None:
+        app = make_app(str(bundle))
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            screen = app.screen
+            assert not screen.line_times_later
+            screen.bundle.extra["bench"] = {"device": "cuda", "method": "test", "run": {"per_kernel": [
+                {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in screen.bundle.kernels]}}
+            screen.bench_changed(screen.bundle)
+            assert screen.line_times_later and not line_tables_ready(screen.bundle)  # not on this thread
+            info = "\n".join(screen.query_one("#info", CodeView).doc.lines)
+            assert "working it out from every graph's launches" in info
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if not screen.line_times_later:
+                    break
+            await pilot.pause(0.2)
+            assert line_tables_ready(screen.bundle)
+            assert "── device time per line ──" in "\n".join(screen.query_one("#info", CodeView).doc.lines)
+
+    asyncio.run(run())
+
+
+def test_a_detail_file_missing_a_required_field_is_a_note_not_a_crash(job, tmp_path):
+    _, bundle = job
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    b = read_bundle(copy)
+    g = b.graphs[5]
+    path = copy / g.__dict__["_detail_path"]
+    detail = json.loads(path.read_text())
+    first = next(iter(detail["kernels"]))
+    detail["kernels"][first]["launch_info"] = [{"user_lines": []}]  # no index
+    path.write_text(json.dumps(detail))
+    again = read_bundle(copy)
+    assert again.graphs[5].guards == [] and again.kernels_of(g.id)[0].launch_info == []
+    assert any("launch_info[0] has no index" in n and "not shown" in n for n in again.notes), again.notes

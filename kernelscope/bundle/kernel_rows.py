@@ -58,7 +58,7 @@ def kernel_entries(index: dict[str, Any], folder: Any = None) -> list[dict[str, 
     that read the raw index); format 5's are read from ``folder``'s kernel_index.jsonl."""
     fields = index.get("kernel_fields")
     rows = index.get("kernels") or []
-    if "kernels" not in index and "kernel_count" in index and folder is not None:
+    if "kernels" not in index and index.get("kernel_count") and folder is not None:
         import json
         import os
 

@@ -172,7 +172,12 @@ def _build(cls, data: Any, where: str) -> Any:
             if sub in value:
                 _check(value[sub], sub_hint, f"{where}.{key}.{sub}")
         kwargs[key] = value
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except TypeError:  # a required field absent (a damaged detail file): one line, as a bad value is
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in kwargs and f.init
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        raise BundleError(f"{where} has no {', '.join(missing) or 'required field'}") from None
 
 
 def _build_list(cls, data: dict, key: str, where: str) -> list:
@@ -199,7 +204,10 @@ def build_many(cls, items: list, where: str, skip: tuple[str, ...] = ()) -> list
         known = {name for name in _hints(cls) if (cls, name) not in _NESTED and name not in skip}
         nested = [name for name in _hints(cls) if (cls, name) in _NESTED]
         if not any(type(item.get(name, [])) is not list for item in items for name in nested):
-            return [cls(**{k: v for k, v in item.items() if k in known}) for item in items]
+            try:
+                return [cls(**{k: v for k, v in item.items() if k in known}) for item in items]
+            except TypeError:
+                pass  # one lacks a required field: the one-by-one build names it
     return [_build(cls, {k: v for k, v in item.items() if k not in skip} if skip and isinstance(item, dict) else item,
                    f"{where}[{i}]") for i, item in enumerate(items)]
 

@@ -14,6 +14,8 @@ line + device time that is not a launch of the bundle = the bench's device total
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,16 +56,32 @@ def _run(bundle: Any) -> dict[str, Any] | None:
     return run if isinstance(run, dict) and isinstance(run.get("per_kernel"), list) else None
 
 
-def line_tables(bundle: Any) -> tuple[list[LineTable], dict[str, Any]] | None:
+class Stopped(Exception):
+    """``line_tables`` was asked to stop (its worker cancelled: the screen closed, the app quit)."""
+
+
+_WORKING = threading.Lock()  # one working-out at a time: a second asker waits for the first's tables
+
+
+def line_tables(bundle: Any, stop: Callable[[], bool] | None = None) -> tuple[list[LineTable], dict[str, Any]] | None:
     """The per-line tables (your lines, library lines) and what they were computed from, or None
-    when the bundle was never benched. Worked out once per bench record (a job's reads every graph's
-    detail file: seconds; the UI asks from two panes)."""
+    when the bundle was never benched (or they could not be worked out: ``give_up``). Worked out once per
+    bench record (a job's reads every graph's detail file: seconds; the UI asks from two panes, in a thread).
+    ``stop``: asked between launches; when it says so, Stopped is raised and nothing is kept."""
     run = _run(bundle)
     if run is None:
         return None
-    if not line_tables_ready(bundle):
-        bundle.__dict__["_line_tables"] = (run, len(run["per_kernel"]), _line_tables(bundle, run))
+    with _WORKING:
+        if not line_tables_ready(bundle):
+            bundle.__dict__["_line_tables"] = (run, len(run["per_kernel"]), _line_tables(bundle, run, stop))
     return bundle.__dict__["_line_tables"][2]
+
+
+def give_up(bundle: Any) -> None:
+    """No per-line tables for this bench record (working them out failed): line_tables answers None."""
+    run = _run(bundle)
+    if run is not None:
+        bundle.__dict__["_line_tables"] = (run, len(run["per_kernel"]), None)
 
 
 def line_tables_ready(bundle: Any) -> bool:
@@ -73,11 +91,14 @@ def line_tables_ready(bundle: Any) -> bool:
     return run is None or (kept is not None and kept[0] is run and kept[1] == len(run["per_kernel"]))
 
 
-def _line_tables(bundle: Any, run: dict[str, Any]) -> tuple[list[LineTable], dict[str, Any]]:
+def _line_tables(bundle: Any, run: dict[str, Any], stop: Callable[[], bool] | None = None
+                 ) -> tuple[list[LineTable], dict[str, Any]]:
     kernels = {k.id: k for k in bundle.kernels}
     seen: dict[str, int] = {}
     launches = []  # (kernel_id, name, us, launch number, {scope: [lines]})
-    for row in run["per_kernel"]:
+    for i, row in enumerate(run["per_kernel"]):
+        if stop is not None and not i % 64 and stop():
+            raise Stopped()
         kid = str(row.get("kernel_id") or "")
         n = seen.get(kid, 0)
         seen[kid] = n + 1

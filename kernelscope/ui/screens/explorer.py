@@ -312,6 +312,7 @@ class ExplorerScreen(JobLoading, FollowsListRuns, ExplorerActions, Screen):
         """A bench stored results in this bundle: the panes that show them draw them again."""
         if bundle is not self.bundle:
             return
+        self.line_times_again()  # a job's: in the thread, the panes saying so meanwhile
         for cls in PANES:
             forget = getattr(self.pane(cls.pane_id), "forget_bench", None)
             if callable(forget):
