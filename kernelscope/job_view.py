@@ -138,12 +138,17 @@ def short_time(us: float) -> str:
 MAX_LAUNCH_US = 1e9  # a launch timed at over 1,000 s is no measurement (a damaged or forged record)
 
 
-def has_kernel_times(b: Bundle) -> bool:
-    """Whether the bundle holds a bench's per-launch times (device_us_by_kernel is not empty but for forged rows)."""
+def bench_run(b: Any) -> dict[str, Any] | None:
+    """The bundle's bench run record when it lists per-launch times (``per_kernel``, a list), else None."""
     bench = b.extra.get("bench") if isinstance(b.extra, dict) else None
     run = bench.get("run") if isinstance(bench, dict) else None
-    rows = run.get("per_kernel") if isinstance(run, dict) else None
-    return isinstance(rows, list) and bool(rows)
+    return run if isinstance(run, dict) and isinstance(run.get("per_kernel"), list) else None
+
+
+def has_kernel_times(b: Bundle) -> bool:
+    """Whether the bundle holds a bench's per-launch times (device_us_by_kernel is not empty but for forged rows)."""
+    run = bench_run(b)
+    return run is not None and bool(run["per_kernel"])
 
 
 def device_us_by_kernel(b: Bundle) -> dict[str, float]:

@@ -831,6 +831,29 @@ def test_a_graphs_kernels_are_written_in_its_launch_order_and_an_empty_job_needs
     assert read_bundle(empty).kernels == [] and read_bundle(empty).kernel_count() == 0
 
 
+def _time_every_kernel(b: Bundle) -> None:
+    """A bench record giving each kernel of ``b`` 2 µs (a benched job, as the UI reads one)."""
+    b.extra["bench"] = {"device": "cuda", "method": "test", "run": {"per_kernel": [
+        {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in b.kernels]}}
+
+
+def _benched_copy(bundle: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    b = read_bundle(copy)
+    _time_every_kernel(b)
+    save_manifest(b, copy)
+    return copy
+
+
+async def _line_times_worked_out(pilot, screen, tries: int = 100) -> None:
+    """Pause until the explorer's device time per line is worked out (its thread) or ``tries`` pauses pass."""
+    for _ in range(tries):
+        await pilot.pause(0.1)
+        if not screen.line_times_later:
+            return
+
+
 def test_a_benched_jobs_first_frame_leaves_the_device_time_per_line_to_a_thread(job, tmp_path):
     """A benched job's device time per line reads every graph's detail file (seconds at a thousand graphs):
     the first frame is drawn without it, then the Source and Info panes show it."""
@@ -838,13 +861,7 @@ def test_a_benched_jobs_first_frame_leaves_the_device_time_per_line_to_a_thread(
     from kernelscope.ui.app import make_app
     from kernelscope.ui.widgets.code_view import CodeView
 
-    _, bundle = job
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
-    b = read_bundle(copy)
-    b.extra["bench"] = {"device": "cuda", "method": "test", "run": {"per_kernel": [
-        {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in b.kernels]}}
-    save_manifest(b, copy)
+    copy = _benched_copy(job[1], tmp_path)
 
     async def run() -> None:
         app = make_app(str(copy))
@@ -857,10 +874,7 @@ def test_a_benched_jobs_first_frame_leaves_the_device_time_per_line_to_a_thread(
 
         app.after_first_frame(first_frame)
         async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(100):
-                await pilot.pause(0.1)
-                if not app.screen.line_times_later:
-                    break
+            await _line_times_worked_out(pilot, app.screen)
             assert seen["ready"] is False and seen["loaded"] <= 2, seen
             assert "── device time per line: working it out from every graph's launches… ──" in seen["info"]
             assert line_tables_ready(app.screen.bundle) and not app.screen.line_times_later
@@ -869,16 +883,6 @@ def test_a_benched_jobs_first_frame_leaves_the_device_time_per_line_to_a_thread(
             assert "── device time per line ──" in info and "working it out" not in info
 
     asyncio.run(run())
-
-
-def _benched_copy(bundle: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
-    b = read_bundle(copy)
-    b.extra["bench"] = {"device": "cuda", "method": "test", "run": {"per_kernel": [
-        {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in b.kernels]}}
-    save_manifest(b, copy)
-    return copy
 
 
 def test_line_times_that_cannot_be_worked_out_are_said_once_and_the_panes_go_on(job, tmp_path, monkeypatch):
@@ -896,10 +900,7 @@ def test_line_times_that_cannot_be_worked_out_are_said_once_and_the_panes_go_on(
     async def run() -> None:
         app = make_app(str(copy))
         async with app.run_test(size=(160, 48)) as pilot:
-            for _ in range(50):
-                await pilot.pause(0.1)
-                if not app.screen.line_times_later:
-                    break
+            await _line_times_worked_out(pilot, app.screen, 50)
             said = [str(n.message) for n in app._notifications]
             assert "device time per line: a detail file the loader did not expect" in said, said
             info = "\n".join(app.screen.query_one("#info", CodeView).doc.lines)
@@ -922,16 +923,12 @@ def test_a_bench_stored_in_a_jobs_explorer_works_out_its_line_times_in_the_threa
             await pilot.pause()
             screen = app.screen
             assert not screen.line_times_later
-            screen.bundle.extra["bench"] = {"device": "cuda", "method": "test", "run": {"per_kernel": [
-                {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in screen.bundle.kernels]}}
+            _time_every_kernel(screen.bundle)
             screen.bench_changed(screen.bundle)
             assert screen.line_times_later and not line_tables_ready(screen.bundle)  # not on this thread
             info = "\n".join(screen.query_one("#info", CodeView).doc.lines)
             assert "working it out from every graph's launches" in info
-            for _ in range(100):
-                await pilot.pause(0.1)
-                if not screen.line_times_later:
-                    break
+            await _line_times_worked_out(pilot, screen)
             await pilot.pause(0.2)
             assert line_tables_ready(screen.bundle)
             assert "── device time per line ──" in "\n".join(screen.query_one("#info", CodeView).doc.lines)

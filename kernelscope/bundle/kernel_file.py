@@ -24,13 +24,19 @@ from itertools import chain, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
-from kernelscope.bundle.kernel_rows import ROW_FIELDS, build_kernels, check_columns, pack_kernels, row_columns
+from kernelscope.bundle.kernel_rows import (
+    KERNEL_FILE,
+    ROW_FIELDS,
+    build_kernels,
+    check_columns,
+    pack_kernels,
+    row_columns,
+)
 from kernelscope.bundle.model import BundleError, Kernel
 
 if TYPE_CHECKING:
     from kernelscope.bundle.model import Bundle, UserLine
 
-KERNEL_FILE = "kernel_index.jsonl"
 MAX_KERNEL_FILE_BYTES = 1 << 30
 _RANGE_FIELDS = ("first", "count", "offset", "length")
 assert ROW_FIELDS[:2] == ("id", "graph")

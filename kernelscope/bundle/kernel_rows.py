@@ -36,6 +36,7 @@ ROW_FIELDS = (*KERNEL_INDEX, "user_lines", *FIGURES)
 # mutable default (a list field with a default_factory) would be one list shared by all. None has one.
 assert all(Kernel.__dataclass_fields__[f].default_factory is dataclasses.MISSING for f in KERNEL_INDEX)
 REQUIRED = ("id", "graph", "name", "kind", "lang", "launch_index")
+KERNEL_FILE = "kernel_index.jsonl"  # format 5's rows, beside bundle.json (bundle/kernel_file.py)
 _MISSING = object()
 
 
@@ -62,7 +63,7 @@ def kernel_entries(index: dict[str, Any], folder: Any = None) -> list[dict[str, 
         import json
         import os
 
-        with open(os.path.join(folder, "kernel_index.jsonl"), encoding="utf-8") as fh:
+        with open(os.path.join(folder, KERNEL_FILE), encoding="utf-8") as fh:
             rows = [json.loads(line) for line in fh]
     if fields is None:
         return rows

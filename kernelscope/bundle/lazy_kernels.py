@@ -62,6 +62,14 @@ class KernelsFromFile:
             cached = self.__dict__["_by_graph"] = (kernels, len(kernels), groups)
         return list(cached[2].get(graph_id, []))
 
+    def first_graph_with_kernels(self) -> str | None:
+        """The id of the first graph that has kernels (counted from a format-5 manifest, unread)."""
+        for g in self.graphs:
+            summary = self.graph_summary(g.id)
+            if (summary[0] if summary else len(self.kernels_of(g.id))) > 0:
+                return g.id
+        return None
+
     def graph_summary(self, graph_id: str) -> tuple[int, int | None] | None:
         """(kernel count, bytes moved per call or None) of one graph as a format-5 manifest gives them while
         its kernels are unread; None otherwise (count them)."""

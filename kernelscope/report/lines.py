@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelscope.bundle.bench_record import measured_device
+from kernelscope.job_view import bench_run
 from kernelscope.units import base_name, shorten_middle
 
 SCOPES = (("user", "your lines"), ("library", "library lines"))
@@ -50,10 +51,6 @@ class LineTable:
     total_us: float = 0.0
 
 
-def _run(bundle: Any) -> dict[str, Any] | None:
-    bench = bundle.extra.get("bench") if isinstance(bundle.extra, dict) else None
-    run = bench.get("run") if isinstance(bench, dict) else None
-    return run if isinstance(run, dict) and isinstance(run.get("per_kernel"), list) else None
 
 
 class Stopped(Exception):
@@ -68,7 +65,7 @@ def line_tables(bundle: Any, stop: Callable[[], bool] | None = None) -> tuple[li
     when the bundle was never benched (or they could not be worked out: ``give_up``). Worked out once per
     bench record (a job's reads every graph's detail file: seconds; the UI asks from two panes, in a thread).
     ``stop``: asked between launches; when it says so, Stopped is raised and nothing is kept."""
-    run = _run(bundle)
+    run = bench_run(bundle)
     if run is None:
         return None
     with _WORKING:
@@ -79,14 +76,14 @@ def line_tables(bundle: Any, stop: Callable[[], bool] | None = None) -> tuple[li
 
 def give_up(bundle: Any) -> None:
     """No per-line tables for this bench record (working them out failed): line_tables answers None."""
-    run = _run(bundle)
+    run = bench_run(bundle)
     if run is not None:
         bundle.__dict__["_line_tables"] = (run, len(run["per_kernel"]), None)
 
 
 def line_tables_ready(bundle: Any) -> bool:
     """Whether ``line_tables`` answers at once (never benched, or worked out for this bench record)."""
-    run = _run(bundle)
+    run = bench_run(bundle)
     kept = bundle.__dict__.get("_line_tables")
     return run is None or (kept is not None and kept[0] is run and kept[1] == len(run["per_kernel"]))
 

@@ -41,24 +41,12 @@ def _by_bytes(p: dict[str, Any]) -> tuple:
     return (-(p.get("bytes") or 0), str(p.get("graph")), p.get("producer_launch") or 0, p.get("consumer_launch") or 0)
 
 
-def _kernel_graph_pairs(bundle: Any, kernel_id: str) -> list[dict[str, Any]]:
-    """The not-fused pairs of the graph ``kernel_id`` is in (no other graph's detail file is read)."""
-    graph = next((g for g in bundle.graphs if g.id == kernel_id.split("/", 1)[0]), None)  # ids say "graph/name"
-    if graph is None or all(k.id != kernel_id for k in bundle.kernels_of(graph.id)):  # one that does not
-        graph_id = next((k.graph for k in bundle.kernels if k.id == kernel_id), None)
-        graph = next((g for g in bundle.graphs if g.id == graph_id), None)
-    return graph_pairs(bundle, graph) if graph is not None else []
-
-
-def pairs_between(bundle: Any, producer_id: str, consumer_id: str) -> list[dict[str, Any]]:
-    return [p for p in _kernel_graph_pairs(bundle, producer_id) if p.get("producer") == producer_id
-            and p.get("consumer") == consumer_id]
-
-
-def pairs_of(bundle: Any, kernel_id: str) -> list[dict[str, Any]]:
-    """The not-fused pairs a kernel is part of (as producer or consumer), most bytes first."""
-    return sorted((p for p in _kernel_graph_pairs(bundle, kernel_id) if kernel_id in (p.get("producer"), p.get("consumer"))),
-                  key=_by_bytes)
+def pairs_of(bundle: Any, kernel: Any) -> list[dict[str, Any]]:
+    """The not-fused pairs a kernel is part of (as producer or consumer), most bytes first; its own graph's
+    detail is the only one read."""
+    graph = next((g for g in bundle.graphs if g.id == kernel.graph), None)
+    pairs = graph_pairs(bundle, graph) if graph is not None else []
+    return sorted((p for p in pairs if kernel.id in (p.get("producer"), p.get("consumer"))), key=_by_bytes)
 
 
 def grouped_pairs(pairs: list[dict[str, Any]]) -> list[tuple[dict[str, Any], int, int | None]]:

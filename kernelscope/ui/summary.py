@@ -280,7 +280,7 @@ def why_kernel_info(b: Bundle, kernel: Kernel | None) -> str:
     from kernelscope.report import why
 
     out: list[str] = []
-    mine = why.pairs_of(b, kernel.id) if kernel is not None else []
+    mine = why.pairs_of(b, kernel) if kernel is not None else []
     if mine:
         out.append("── not fused: this kernel ──")
         for p in mine[:8]:

@@ -119,7 +119,7 @@ class KernelTable(KnownKernels, StableScrollbars, FastTableRows, DataTable):
         self._partial = kernels_in_order is None
         self._by_graph = {}
         if kernels_in_order is None:
-            first = next((g.id for g in bundle.graphs if self._count(g.id)), None)
+            first = bundle.first_graph_with_kernels()
             kernels_in_order = self._read_graph(first) if first else []
         self.round_trip_ids = set()
         self._marked_graphs = set()

@@ -29,7 +29,7 @@ def read_first_frame_kernels(bundle: Bundle) -> None:
     """Read now what an explorer's first frame shows of the kernels (all of them; a job's, its first graph's),
     so that a damaged kernel file is refused in one line as the bundle opens (BundleError), not mid-draw."""
     if read_by_graph(bundle):
-        first = next((g.id for g in bundle.graphs if (bundle.graph_summary(g.id) or (1,))[0]), None)
+        first = bundle.first_graph_with_kernels()
         if first is not None:
             bundle.kernels_of(first)
     else:
