@@ -229,3 +229,31 @@ def pytest_collection_modifyitems_order(config, items):
         tests_in_file[file] = tests_in_file.get(file, 0) + 1
     items.sort(key=lambda item: (-slow_in_file[item.nodeid.split("::")[0]],
                                  -tests_in_file[item.nodeid.split("::")[0]]))  # stable: in-file order is kept
+
+
+# A full disk shows up as hundreds of setup errors whose cause a CI log cuts off: say the free space first,
+# and stop at once, in one line, where there is too little for the run (the captures, the 16-copy job, the
+# Inductor caches: about 1.5 GB at peak, tmp_path folders of passing tests removed as they end).
+NEEDS_FREE_BYTES = 2 << 30
+
+
+def _free_bytes() -> tuple[str, int]:
+    import shutil
+    import tempfile
+
+    where = os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir()
+    return where, shutil.disk_usage(where).free
+
+
+def pytest_report_header(config):
+    where, free = _free_bytes()
+    return f"kernelscope tests: {free / (1 << 30):.1f} GiB free in {where} (they need about 2)"
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    where, free = _free_bytes()
+    if free < NEEDS_FREE_BYTES:
+        pytest.exit(f"only {free / (1 << 30):.1f} GiB free in {where}: the tests need about 2; free some space "
+                    f"(or point TMPDIR elsewhere) and run them again", returncode=3)
