@@ -151,19 +151,24 @@ def has_kernel_times(b: Bundle) -> bool:
     return run is not None and bool(run["per_kernel"])
 
 
-def device_us_by_kernel(b: Bundle) -> dict[str, float]:
+def device_us_by_kernel(b: Bundle, read: bool = True) -> dict[str, float]:
     """After a bench: each of the bundle's kernels' device time in one compiled call (its launches' µs
     added up), by kernel id; {} before a bench. A time that is not a number in [0, MAX_LAUNCH_US] (NaN,
     1e300, -5, true) is no time, and a row naming no kernel of the bundle (a bench of an earlier capture)
-    is left out."""
+    is left out. ``read=False``: a job's kernels are not read for it (format 5, a first frame): a row is
+    kept where its id names a graph of the bundle (a kernel's id is its graph's, ``/``, its name), and
+    which of those name no kernel is known once the graph's kernels are read."""
     if not has_kernel_times(b):
         return {}
-    rows = b.extra["bench"]["run"]["per_kernel"]
-    known = {k.id for k in b.kernels}
+    if read:
+        keep = {k.id for k in b.kernels}.__contains__
+    else:
+        graphs = {g.id for g in b.graphs}
+        keep = lambda kid: kid.rpartition("/")[0] in graphs  # noqa: E731
     out: dict[str, float] = {}
-    for row in rows:
+    for row in b.extra["bench"]["run"]["per_kernel"]:
         kid, us = (row.get("kernel_id"), row.get("us")) if isinstance(row, dict) else (None, None)
-        if kid in known and type(us) in (int, float) and 0 <= us <= MAX_LAUNCH_US:
+        if isinstance(kid, str) and type(us) in (int, float) and 0 <= us <= MAX_LAUNCH_US and keep(kid):
             out[kid] = out.get(kid, 0.0) + float(us)
     return out
 

@@ -885,6 +885,49 @@ def test_a_benched_jobs_first_frame_leaves_the_device_time_per_line_to_a_thread(
     asyncio.run(run())
 
 
+def test_a_benched_jobs_first_frame_reads_one_graph_and_times_every_graph_row(job, tmp_path):
+    """After a bench the list still starts knowing one graph's kernels: a folded graph's row sums the bench's
+    rows that name it (no kernel file read for it). A row naming a kernel the graph does not have (a forged or
+    stale record) is dropped once the graphs are read, and the row's sum is drawn again."""
+    from kernelscope.ui.app import make_app
+    from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
+
+    copy = tmp_path / "b"
+    shutil.copytree(job[1], copy)
+    b = read_bundle(copy)
+    _time_every_kernel(b)
+    last = b.graphs[-1]
+    n_last = sum(k.graph == last.id for k in b.kernels)
+    b.extra["bench"]["run"]["per_kernel"].append({"kernel_id": f"{last.id}/triton_not_in_this_graph", "us": 1000.0})
+    save_manifest(b, copy)
+
+    async def run() -> None:
+        app = make_app(str(copy))
+        seen: dict = {}
+
+        def first_frame() -> None:
+            table = app.screen.query_one(KernelTable)
+            seen["read"] = app.screen.bundle.kernels_read
+            seen["partial"] = table.partial
+            seen["last"] = table._graph_time(last.id)
+
+        app.after_first_frame(first_frame)
+        async with app.run_test(size=(160, 48)) as pilot:
+            table = app.screen.query_one(KernelTable)
+            for _ in range(50):
+                await pilot.pause(0.1)
+                if not table.partial:
+                    break
+            assert seen["read"] is False and seen["partial"] is True, seen
+            assert seen["last"] == f"{(2.0 * n_last + 1000.0) / 1000:.2f} ms", seen  # the forged row not known yet
+            await pilot.pause(0.2)
+            assert not table.partial
+            row = table.get_row(GRAPH_ROW + last.id)
+            assert str(row[-1]) == f"{2.0 * n_last:.1f} µs", row
+
+    asyncio.run(run())
+
+
 def test_line_times_that_cannot_be_worked_out_are_said_once_and_the_panes_go_on(job, tmp_path, monkeypatch):
     from kernelscope.report import lines
     from kernelscope.ui.app import make_app

@@ -38,14 +38,16 @@ def _type_name(value: Any) -> str:
 
 
 def _depth_ok(value: Any, limit: int) -> bool:
-    """True when ``value`` nests at most ``limit`` lists/objects deep (checked without recursion)."""
-    stack = [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            if d >= limit:
-                return False
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    """True when ``value`` nests at most ``limit`` lists/objects deep (checked without recursion, a level at
+    a time: a bench record's 15,600 rows in a few passes at C speed)."""
+    level, depth = [value], 0
+    while level := [v for v in level if isinstance(v, (dict, list))]:
+        if depth >= limit:
+            return False
+        below: list[Any] = []
+        for v in level:
+            below.extend(v.values() if isinstance(v, dict) else v)
+        level, depth = below, depth + 1
     return True
 
 

@@ -29,7 +29,6 @@ from kernelscope.ui.widgets.kernel_cells import (
     feeds_next,
     graph_label_text,
     graph_moved,
-    graph_time_cell,
     moved_cell,
     name_cell,
     time_cell,
@@ -112,11 +111,11 @@ class KernelTable(KnownKernels, StableScrollbars, FastTableRows, DataTable):
         manifest counts, the rest come with ``whole_index`` once the first frame is drawn (a graph unfolded
         before then reads its own)."""
         self.bundle = bundle
-        self._times = device_us_by_kernel(bundle)
+        self._partial = kernels_in_order is None
+        self._times = device_us_by_kernel(bundle, read=not self._partial)
         self._time_column()
         self.graphs = {g.id: g for g in bundle.graphs}
         self._grouped = len(bundle.graphs) > 1
-        self._partial = kernels_in_order is None
         self._by_graph = {}
         if kernels_in_order is None:
             first = bundle.first_graph_with_kernels()
@@ -145,13 +144,10 @@ class KernelTable(KnownKernels, StableScrollbars, FastTableRows, DataTable):
 
     def bench_changed(self) -> None:
         """A bench stored its times: the time column drawn again, the cursor where it was."""
-        self._times = device_us_by_kernel(self.bundle) if self.bundle else {}
+        self._times, self._unread_times = device_us_by_kernel(self.bundle, read=not self._partial) if self.bundle else {}, None
         self._time_column()
         self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
         self.settle_dimensions()
-
-    def _graph_time(self, gid: str) -> str:
-        return graph_time_cell(self._kernels(gid), self._times)
 
     def _visible(self) -> list[str]:
         rows = []

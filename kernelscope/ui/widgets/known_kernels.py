@@ -10,7 +10,8 @@ from itertools import chain, groupby
 from operator import attrgetter
 
 from kernelscope.bundle.model import Bundle, BundleError, Graph, Kernel
-from kernelscope.job_view import has_kernel_times
+from kernelscope.job_view import device_us_by_kernel
+from kernelscope.ui.widgets.kernel_cells import graph_time_cell, time_cell
 
 GRAPH_ROW = "graph:"
 OPEN_ALL_KERNELS = 400  # up to this many kernels (and graphs below) every graph starts unfolded
@@ -19,9 +20,9 @@ OPEN_ALL_GRAPHS = 12
 
 def read_by_graph(bundle: Bundle) -> bool:
     """Whether the list of ``bundle`` starts knowing one graph's kernels: a job's, still in its kernel file
-    (format 5), whose first frame folds every graph but the first. Not after a bench: the time column's group
-    rows sum every graph's kernels, so the list reads them all at once."""
-    return not bundle.kernels_read and not has_kernel_times(bundle) and (
+    (format 5), whose first frame folds every graph but the first. After a bench, a graph row not read yet
+    sums the bench's rows that name the graph (``_graph_time``)."""
+    return not bundle.kernels_read and (
         bundle.kernel_count() > OPEN_ALL_KERNELS or len(bundle.graphs) > OPEN_ALL_GRAPHS)
 
 
@@ -49,6 +50,8 @@ class KnownKernels:
     _files_of_lines: int
     _grouped: bool
     _partial: bool
+    _times: dict[str, float]
+    _unread_times: dict[str, list[float]] | None = None
 
     def _know(self, kernels_in_order: list[Kernel]) -> None:
         """The kernels the list holds (all, or those read so far): by id, by graph, and as entries."""
@@ -91,9 +94,11 @@ class KnownKernels:
         if not self._partial:
             return
         self._partial = False
-        files_before = self._files_of_lines
+        files_before, times_before = self._files_of_lines, self._times
         self._know(kernels_in_order)
-        if (files_before > 1) != (self._files_of_lines > 1):  # the line column names files now, or no longer
+        self._times, self._unread_times = device_us_by_kernel(self.bundle) if times_before else {}, None
+        # the line column names files now (or no longer), or a bench row named a kernel its graph does not have
+        if (files_before > 1) != (self._files_of_lines > 1) or self._times != times_before:
             self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
 
     @property
@@ -107,6 +112,18 @@ class KnownKernels:
             return len(ks)
         summary = self.bundle.graph_summary(gid) if self.bundle is not None else None
         return summary[0] if summary else len(self.bundle.kernels_of(gid)) if self._partial else 0
+
+    def _graph_time(self, gid: str) -> str:
+        """A graph row's time cell; of a graph not read yet, the bench's rows naming it, summed (``≥`` where
+        fewer than the manifest's count of its kernels are timed)."""
+        if not self._partial or gid in self._by_graph:
+            return graph_time_cell(self._kernels(gid), self._times)
+        if self._unread_times is None:
+            self._unread_times = {}
+            for kid, us in self._times.items():
+                self._unread_times.setdefault(kid.rpartition("/")[0], []).append(us)
+        timed = self._unread_times.get(gid, [])
+        return ("" if len(timed) >= self._count(gid) else "≥") + time_cell(sum(timed)) if timed else ""
 
     def _kernels(self, gid: str) -> list[Kernel]:
         """The graph's kernels, read now when the list is partial and they are not known yet."""
