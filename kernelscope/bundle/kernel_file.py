@@ -169,6 +169,27 @@ class KernelFile:
             self._adopt(graph_id, kernels)
             return kernels
 
+    def _summed_as_said(self, graph_id: str, r: GraphRows, columns: dict[str, Any], at: int) -> None:
+        """The manifest's counts by language and bytes moved for ``graph_id`` (what a first frame shows of a
+        graph not read yet) checked against its rows, ``columns`` from row ``at`` on: a manifest edited apart
+        from its rows is damaged."""
+        end = at + r.count
+        langs = Counter(columns["lang"][at:end])
+        moved: int | None = 0
+        none = (None,) * r.count
+        for read, written, launches in zip(*(columns[f][at:end] if f in columns else none
+                                             for f in ("bytes_read", "bytes_written", "launches"))):
+            if read is None or written is None:
+                moved = None
+                break
+            moved += (read + written) * max(1, launches or 0)
+        if langs != Counter(r.langs) or moved != r.moved:
+            said = f"{self.path} (graph {graph_id}): the manifest says"
+            raise BundleError(f"{said} {dict(r.langs)} by language, its rows {dict(langs)}; the bundle is damaged, "
+                              "capture again" if langs != Counter(r.langs) else
+                              f"{said} its kernels move {r.moved} bytes per call, its rows {moved}; the bundle is "
+                              "damaged, capture again")
+
     def load_all(self) -> list[Kernel]:
         """Every kernel, in the file's order (the graphs' order); sets ``bundle.kernels``."""
         with self.lock:
@@ -244,6 +265,8 @@ class KernelFile:
                               f"{wanted[i]!r}; capture again")
         if graph_id is not None and len(set(map(attrgetter("id"), kernels))) != len(kernels):
             raise BundleError(f"{where}: a kernel id appears twice; capture again")
+        for gid, gr in ({graph_id: r} if graph_id is not None else self.rows).items():
+            self._summed_as_said(gid, gr, columns, gr.first - r.first)
         return kernels
 
     def _adopt(self, graph_id: str, kernels: list[Kernel]) -> None:
