@@ -762,15 +762,18 @@ def test_a_jobs_first_frame_lists_its_graphs_with_one_graphs_kernels_read(job):
     asyncio.run(run())
 
 
-def test_a_jobs_kernel_file_damaged_past_its_first_graph_is_said_and_the_ui_goes_on(job, tmp_path):
+@pytest.mark.parametrize("benched", [False, True])
+def test_a_jobs_kernel_file_damaged_past_its_first_graph_is_said_and_the_ui_goes_on(job, tmp_path, benched):
     """The first graph's rows read, a later graph's damaged: the first frame draws, reading the rest says what
-    is wrong in one line, and the list, the steps and `/` go on with what was read."""
+    is wrong in one line, and the list, the steps and `/` go on with what was read (after a bench too, the
+    time column kept for the kernels read)."""
     from kernelscope.ui.app import make_app
     from kernelscope.ui.widgets.kernel_table import KernelTable
 
     _, bundle = job
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+    copy = _benched_copy(bundle, tmp_path) if benched else tmp_path / "b"
+    if not benched:
+        shutil.copytree(bundle, copy)
     rows = (copy / "kernel_index.jsonl").read_text().splitlines(keepends=True)
     rows[40] = "[" + " " * (len(rows[40]) - 3) + "]\n"  # graph 2's, its length kept
     (copy / "kernel_index.jsonl").write_text("".join(rows))
@@ -784,6 +787,9 @@ def test_a_jobs_kernel_file_damaged_past_its_first_graph_is_said_and_the_ui_goes
                        for m in said), said
             table = app.screen.query_one(KernelTable)
             assert not table.partial and len(table.kernels) == 22
+            if benched:
+                first = next(iter(table.kernels))
+                assert str(table.get_row(first)[-1]) == "2.0 µs" and len(table._times) == 22
             await pilot.press("full_stop", "full_stop", "comma", "slash", "t", "r", "i", "enter")
             await pilot.pause()
             assert app.screen.kernel is not None and app.screen.kernel.graph == "1-0-1-forward"

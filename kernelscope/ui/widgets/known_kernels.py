@@ -6,11 +6,11 @@ graph's kernels only (its first frame); a graph unfolded reads its own, ``ensure
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import chain, groupby
 from operator import attrgetter
 
 from kernelscope.bundle.model import Bundle, BundleError, Graph, Kernel
-from kernelscope.job_view import device_us_by_kernel
 from kernelscope.ui.widgets.kernel_cells import graph_time_cell, time_cell
 
 GRAPH_ROW = "graph:"
@@ -50,6 +50,7 @@ class KnownKernels:
     _files_of_lines: int
     _grouped: bool
     _partial: bool
+    _time_column: Callable[[], None]
     _times: dict[str, float]
     _unread_times: dict[str, list[float]] | None = None
 
@@ -96,9 +97,12 @@ class KnownKernels:
         self._partial = False
         files_before, times_before = self._files_of_lines, self._times
         self._know(kernels_in_order)
-        self._times, self._unread_times = device_us_by_kernel(self.bundle) if times_before else {}, None
+        # the rows a partial list kept (each names a graph of the bundle) now checked against its kernels
+        self._times = {kid: us for kid, us in times_before.items() if kid in self.kernels}
+        self._unread_times = None
         # the line column names files now (or no longer), or a bench row named a kernel its graph does not have
         if (files_before > 1) != (self._files_of_lines > 1) or self._times != times_before:
+            self._time_column()
             self._rebuild(keep=self._row_ids[self.cursor_row] if self.cursor_row < len(self._row_ids) else None)
 
     @property
