@@ -55,6 +55,13 @@ def _facts(b: Bundle) -> list[tuple]:
              [(Path(u.file).name, u.line) for u in k.library_lines]) for k in b.kernels]
 
 
+def _job_copy(bundle: Path, tmp_path: Path) -> Path:
+    """A copy of ``bundle`` a test may change."""
+    copy = tmp_path / "b"
+    shutil.copytree(bundle, copy)
+    return copy
+
+
 def test_streamed_open_is_the_bundle_the_whole_log_build_gives(train_trace, tmp_path):
     streamed = bundle_from_trace(train_trace, tmp_path / "streamed")
     whole = build_bundle(tmp_path / "whole", RawCapture(traces=[t for _, t in parse_trace_folder(train_trace)]),
@@ -377,8 +384,7 @@ def test_damaged_sections_are_left_out_with_a_note_and_nothing_downstream_fails(
     """compile_time, fusion and a graph's not-fused pairs shaped otherwise than kernelscope writes them
     (a string for a list, NaN for a time, a 400-digit count) are left out where they are read."""
     _, bundle = job
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+    copy = _job_copy(bundle, tmp_path)
     m = json.loads((copy / "bundle.json").read_text())
     side = copy / "sections" / "compile_time.json"
     compile_time = json.loads(side.read_text())
@@ -556,8 +562,7 @@ def test_a_jobs_long_texts_wait_in_side_files_until_asked_for(job, tmp_path):
     assert b.graph_breaks[0].reason and not b.graph_breaks[0].detail_loaded  # the list reads the index only
     assert b.graph_breaks[0].detail.startswith("Graph break")
     assert len(b.section("compile_time")["compiles"]) == 80 and not b.section_unread("compile_time")
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+    copy = _job_copy(bundle, tmp_path)
     before = (copy / "sections" / "compile_time.json").stat().st_mtime_ns
     b = read_bundle(copy)
     b.extra["bench"] = {"device": "cpu", "method": "test"}
@@ -663,8 +668,7 @@ def test_a_damaged_kernel_file_of_a_format_5_job_is_named(job, tmp_path, change,
     from kernelscope.bundle.model import BundleError
 
     _, bundle = job
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+    copy = _job_copy(bundle, tmp_path)
     m = json.loads((copy / "bundle.json").read_text())
     change(m, copy / "kernel_index.jsonl")
     (copy / "bundle.json").write_text(json.dumps(m))
@@ -684,8 +688,7 @@ def test_a_symlinked_kernel_file_is_not_followed_out_of_the_bundle(job, tmp_path
     from kernelscope.bundle.model import BundleError
 
     _, bundle = job
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+    copy = _job_copy(bundle, tmp_path)
     outside = tmp_path / "elsewhere.jsonl"
     (copy / "kernel_index.jsonl").rename(outside)
     (copy / "kernel_index.jsonl").symlink_to(outside)
@@ -771,9 +774,7 @@ def test_a_jobs_kernel_file_damaged_past_its_first_graph_is_said_and_the_ui_goes
     from kernelscope.ui.widgets.kernel_table import KernelTable
 
     _, bundle = job
-    copy = _benched_copy(bundle, tmp_path) if benched else tmp_path / "b"
-    if not benched:
-        shutil.copytree(bundle, copy)
+    copy = (_benched_copy if benched else _job_copy)(bundle, tmp_path)
     rows = (copy / "kernel_index.jsonl").read_text().splitlines(keepends=True)
     rows[40] = "[" + " " * (len(rows[40]) - 3) + "]\n"  # graph 2's, its length kept
     (copy / "kernel_index.jsonl").write_text("".join(rows))
@@ -818,8 +819,7 @@ def test_a_small_format_5_bundle_with_a_damaged_kernel_file_is_refused_as_it_ope
 
 def test_a_graphs_kernels_are_written_in_its_launch_order_and_an_empty_job_needs_no_kernel_file(job, tmp_path):
     _, bundle = job
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+    copy = _job_copy(bundle, tmp_path)
     b = read_bundle(copy)
     first = b.graphs[0]
     launch = [k.id for k in b.kernels_of(first.id)]
@@ -848,11 +848,12 @@ def _time_every_kernel(b: Bundle) -> None:
         {"kernel_id": k.id, "name": k.name, "us": 2.0} for k in b.kernels]}}
 
 
-def _benched_copy(bundle: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+def _benched_copy(bundle: Path, tmp_path: Path, *more_rows: dict) -> Path:
+    """A copy of ``bundle`` whose every kernel was benched at 2 µs (and ``more_rows`` in its record too)."""
+    copy = _job_copy(bundle, tmp_path)
     b = read_bundle(copy)
     _time_every_kernel(b)
+    b.extra["bench"]["run"]["per_kernel"] += more_rows
     save_manifest(b, copy)
     return copy
 
@@ -903,14 +904,10 @@ def test_a_benched_jobs_first_frame_reads_one_graph_and_times_every_graph_row(jo
     from kernelscope.ui.app import make_app
     from kernelscope.ui.widgets.kernel_table import GRAPH_ROW, KernelTable
 
-    copy = tmp_path / "b"
-    shutil.copytree(job[1], copy)
-    b = read_bundle(copy)
-    _time_every_kernel(b)
+    b = read_bundle(job[1])
     last = b.graphs[-1]
     n_last = sum(k.graph == last.id for k in b.kernels)
-    b.extra["bench"]["run"]["per_kernel"].append({"kernel_id": f"{last.id}/triton_not_in_this_graph", "us": 1000.0})
-    save_manifest(b, copy)
+    copy = _benched_copy(job[1], tmp_path, {"kernel_id": f"{last.id}/triton_not_in_this_graph", "us": 1000.0})
 
     async def run() -> None:
         app = make_app(str(copy))
@@ -992,8 +989,7 @@ def test_a_bench_stored_in_a_jobs_explorer_works_out_its_line_times_in_the_threa
 
 def test_a_detail_file_missing_a_required_field_is_a_note_not_a_crash(job, tmp_path):
     _, bundle = job
-    copy = tmp_path / "b"
-    shutil.copytree(bundle, copy)
+    copy = _job_copy(bundle, tmp_path)
     b = read_bundle(copy)
     g = b.graphs[5]
     path = copy / g.__dict__["_detail_path"]
