@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from kernelscope.bundle.kernel_file import bytes_moved
 from kernelscope.bundle.model import Bundle, Kernel
 from kernelscope.bundle.no_code import no_code_lines
 from kernelscope.units import base_name, fmt_bytes, plural
@@ -21,13 +22,12 @@ TOP_KERNELS = 10
 
 
 def is_job(b: Bundle) -> bool:
-    return len(b.graphs) > JOB_GRAPHS or len(b.kernels) > JOB_KERNELS
+    return len(b.graphs) > JOB_GRAPHS or b.kernel_count() > JOB_KERNELS  # a format-5 kernel file is not read
 
 
 def moved(k: Kernel) -> int | None:
     """Bytes a kernel moves per call of its graph (every launch), None when a size is symbolic."""
-    r, w = k.bytes_read, k.bytes_written
-    return None if r is None or w is None else (r + w) * max(1, k.launches)
+    return bytes_moved(k.bytes_read, k.bytes_written, k.launches)
 
 
 def job_lines(b: Bundle) -> list[str]:

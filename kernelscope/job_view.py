@@ -145,12 +145,6 @@ def bench_run(b: Any) -> dict[str, Any] | None:
     return run if isinstance(run, dict) and isinstance(run.get("per_kernel"), list) else None
 
 
-def has_kernel_times(b: Bundle) -> bool:
-    """Whether the bundle holds a bench's per-launch times (device_us_by_kernel is not empty but for forged rows)."""
-    run = bench_run(b)
-    return run is not None and bool(run["per_kernel"])
-
-
 def device_us_by_kernel(b: Bundle, read: bool = True) -> dict[str, float]:
     """After a bench: each of the bundle's kernels' device time in one compiled call (its launches' µs
     added up), by kernel id; {} before a bench. A time that is not a number in [0, MAX_LAUNCH_US] (NaN,
@@ -158,7 +152,8 @@ def device_us_by_kernel(b: Bundle, read: bool = True) -> dict[str, float]:
     is left out. ``read=False``: a job's kernels are not read for it (format 5, a first frame): a row is
     kept where its id names a graph of the bundle (a kernel's id is its graph's, ``/``, its name), and
     which of those name no kernel is known once the graph's kernels are read."""
-    if not has_kernel_times(b):
+    run = bench_run(b)
+    if run is None or not run["per_kernel"]:
         return {}
     if read:
         keep = {k.id for k in b.kernels}.__contains__
@@ -166,7 +161,7 @@ def device_us_by_kernel(b: Bundle, read: bool = True) -> dict[str, float]:
         graphs = {g.id for g in b.graphs}
         keep = lambda kid: kid.rpartition("/")[0] in graphs  # noqa: E731
     out: dict[str, float] = {}
-    for row in b.extra["bench"]["run"]["per_kernel"]:
+    for row in run["per_kernel"]:
         kid, us = (row.get("kernel_id"), row.get("us")) if isinstance(row, dict) else (None, None)
         if isinstance(kid, str) and type(us) in (int, float) and 0 <= us <= MAX_LAUNCH_US and keep(kid):
             out[kid] = out.get(kid, 0.0) + float(us)

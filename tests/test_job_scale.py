@@ -680,6 +680,7 @@ def test_a_damaged_kernel_file_of_a_format_5_job_is_named(job, tmp_path, change,
         with pytest.raises(BundleError) as err:
             b.kernels_of(b.graphs[-1].id) if when == "graph" else b.kernels  # noqa: B018
         assert b.kernels == [] and any("the kernel list is left empty" in n for n in b.notes)  # said once
+        assert b.kernel_count() == 960 and sum(b.kernel_langs().values()) == 960  # the header counts on
     assert words in str(err.value), str(err.value)
     assert "\n" not in str(err.value) and "capture again" in str(err.value) or when == "open"
 
@@ -796,6 +797,33 @@ def test_a_jobs_kernel_file_damaged_past_its_first_graph_is_said_and_the_ui_goes
             assert app.screen.kernel is not None and app.screen.kernel.graph == "1-0-1-forward"
 
     asyncio.run(run())
+
+
+def test_whether_a_format_5_bundle_is_a_job_is_known_without_reading_its_kernel_file(train_trace, tmp_path):
+    """is_job (the explorer asks it before its first frame, the Info pane on every kernel) counts kernels from
+    the manifest: a job of few graphs and many kernels is not read whole for it."""
+    from kernelscope.job_summary import is_job
+
+    bundle_from_trace(train_trace, tmp_path / "b")
+    b = read_bundle(tmp_path / "b")
+    assert is_job(b) is False and not b.kernels_read and b.kernel_count() == 60
+
+
+def test_a_graphs_detail_with_its_rows_damaged_is_a_note_and_a_graph_read_before_keeps_its_kernels(job, tmp_path):
+    """A graph whose rows are damaged: asking for its detail (symbols, guards) is a note, not a traceback,
+    and a graph read before the failure still answers with its kernels."""
+    copy = _job_copy(job[1], tmp_path)
+    rows = (copy / "kernel_index.jsonl").read_text().splitlines(keepends=True)
+    rows[40] = "[" + " " * (len(rows[40]) - 3) + "]\n"  # a later graph's, its length kept
+    (copy / "kernel_index.jsonl").write_text("".join(rows))
+    ranges = [g["kernel_rows"] for g in json.loads((copy / "bundle.json").read_text())["graphs"]]
+    damaged = next(i for i, r in enumerate(ranges) if r["first"] <= 40 < r["first"] + r["count"])
+    b = read_bundle(copy)
+    first = b.kernels_of(b.graphs[0].id)
+    assert len(first) == 22 and damaged > 0
+    assert b.graphs[damaged].symbols is not None  # its rows fail as its detail loads: said, not raised
+    assert any("the kernel list is left empty" in n for n in b.notes), b.notes
+    assert b.kernels_of(b.graphs[0].id) == first and b.kernels_of(b.graphs[damaged].id) == []
 
 
 def test_a_small_format_5_bundle_with_a_damaged_kernel_file_is_refused_as_it_opens(train_trace, tmp_path):

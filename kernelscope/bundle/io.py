@@ -197,6 +197,14 @@ def save_manifest(bundle: Bundle, folder: str | os.PathLike) -> None:
         raise BundleError(f"cannot write {target} ({why(exc)}); the bundle was left as it was") from exc
 
 
+def refuse_own_file(out: Path, root: Path, writing: str, hint: str = "") -> None:
+    """BundleError where ``out`` is the bundle's manifest or kernel index (a report or trace written over it
+    would lose the bundle)."""
+    for own, what in ((MANIFEST, "manifest"), (KERNEL_FILE, "kernel index")):
+        if out.resolve() == (root / own).resolve():
+            raise BundleError(f"{out} is the bundle's own {what}; refusing to write {writing} over it{hint}")
+
+
 def fresh_path(folder: str | os.PathLike, name: str, suffix: str = "") -> Path:
     """A not yet existing ``folder/NAME-YYYYmmdd-HHMMSS[-n]SUFFIX``: new captures never overwrite old ones."""
     import time

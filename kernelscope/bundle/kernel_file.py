@@ -20,6 +20,7 @@ import json
 import os
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -42,15 +43,24 @@ _RANGE_FIELDS = ("first", "count", "offset", "length")
 assert ROW_FIELDS[:2] == ("id", "graph")
 
 
+def bytes_moved(read: int | None, written: int | None, launches: int | None) -> int | None:
+    """Bytes a kernel moves per call of its graph (every launch counted), None when a size is symbolic."""
+    return None if read is None or written is None else (read + written) * max(1, launches or 0)
+
+
+def total_moved(each: Iterable[int | None]) -> int | None:
+    """Kernels' bytes moved added up; None when one's size is symbolic."""
+    total = 0
+    for moved in each:
+        if moved is None:
+            return None
+        total += moved
+    return total
+
+
 def graph_moved(kernels: list[Kernel]) -> int | None:
     """Bytes a graph's kernels move per call, each launch counted; None when one's size is symbolic."""
-    total = 0
-    for k in kernels:
-        r, w = k.bytes_read, k.bytes_written
-        if r is None or w is None:
-            return None
-        total += (r + w) * max(1, k.launches)
-    return total
+    return total_moved(bytes_moved(k.bytes_read, k.bytes_written, k.launches) for k in kernels)
 
 
 def pack_kernel_file(index: dict[str, Any], kernels: list[Kernel]) -> str:
@@ -175,14 +185,9 @@ class KernelFile:
         from its rows is damaged."""
         end = at + r.count
         langs = Counter(columns["lang"][at:end])
-        moved: int | None = 0
         none = (None,) * r.count
-        for read, written, launches in zip(*(columns[f][at:end] if f in columns else none
-                                             for f in ("bytes_read", "bytes_written", "launches"))):
-            if read is None or written is None:
-                moved = None
-                break
-            moved += (read + written) * max(1, launches or 0)
+        moved = total_moved(map(bytes_moved, *(columns[f][at:end] if f in columns else none
+                                                for f in ("bytes_read", "bytes_written", "launches"))))
         if langs != Counter(r.langs) or moved != r.moved:
             said = f"{self.path} (graph {graph_id}): the manifest says"
             raise BundleError(f"{said} {dict(r.langs)} by language, its rows {dict(langs)}; the bundle is damaged, "
@@ -315,11 +320,8 @@ def read_rows(data: dict[str, Any], bundle: Bundle, raw_graphs: list[Any], line_
     # Written graph by graph, each graph's rows in launch order unless it kept its own kernel_ids.
     loader.in_launch_order = not any(isinstance(entry, dict) and "kernel_ids" in entry for entry in raw_graphs)
     if offset:
-        try:
-            with _open(loader.path) as fh:
-                size = os.fstat(fh.fileno()).st_size
-        except BundleError as exc:
-            raise BundleError(f"{exc.args[0]}") from exc
+        with _open(loader.path) as fh:
+            size = os.fstat(fh.fileno()).st_size
         if size != offset:
             raise BundleError(f"{KERNEL_FILE} holds {size} bytes; the graphs' rows name {offset}")
     return loader

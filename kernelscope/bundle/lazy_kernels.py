@@ -31,15 +31,21 @@ class KernelsFromFile:
         loader = self.__dict__.get("_kernel_file")
         return loader is not None and loader.in_launch_order and self.__dict__.get("kernels") is loader.loaded
 
+    def _from_manifest(self) -> Any:
+        """The format-5 loader while its manifest answers for the kernels: the file not read yet, or found
+        damaged (the list then holds none, and the header still counts what the manifest says); else None."""
+        loader = self.__dict__.get("_kernel_file")
+        return loader if loader is not None and ("kernels" not in self.__dict__ or loader.failed) else None
+
     def kernel_count(self) -> int:
         """How many kernels, without reading a format-5 kernel file."""
-        return len(self.kernels) if self.kernels_read else self.__dict__["_kernel_file"].count
+        loader = self._from_manifest()
+        return loader.count if loader is not None else len(self.kernels)
 
     def kernel_langs(self) -> Counter:
         """The kernels counted by language (triton, cpp, extern), without reading a format-5 kernel file."""
-        if self.kernels_read:
-            return Counter(map(attrgetter("lang"), self.kernels))  # one pass at C speed
-        return self.__dict__["_kernel_file"].langs()
+        loader = self._from_manifest()
+        return loader.langs() if loader is not None else Counter(map(attrgetter("lang"), self.kernels))
 
     def recorded_lines(self) -> list:
         """The user lines the kernels name (each kernel's, in order; a format-5 bundle's lines table, without
@@ -51,8 +57,8 @@ class KernelsFromFile:
     def kernels_of(self, graph_id: str) -> list:
         """The graph's kernels in list order (grouped once per state of ``kernels``: a report asks per graph;
         a format-5 bundle's unread: that graph's rows alone)."""
-        if not self.kernels_read:
-            return list(self.__dict__["_kernel_file"].graph(graph_id))
+        if (loader := self._from_manifest()) is not None:  # a graph read before a failure keeps its kernels
+            return list(loader.graph(graph_id))
         kernels = self.kernels
         cached = self.__dict__.get("_by_graph")
         if cached is None or cached[0] is not kernels or cached[1] != len(kernels):

@@ -252,7 +252,10 @@ class _GraphDetail:
 
     def __call__(self) -> None:
         if self.kernels is None:  # format 5, the graph's kernels not read yet: read them first (they adopt us)
-            self.kernels = self.bundle.kernels_of(self.graph.id)
+            try:
+                self.kernels = self.bundle.kernels_of(self.graph.id)
+            except BundleError:  # its rows damaged: said once (the kernel file's note); the graph's detail stands
+                self.kernels = []
         with self.lock:
             if self.graph.__dict__.get("_detail") is not self:
                 return  # read meanwhile by another thread

@@ -200,7 +200,7 @@ def build_many(cls, items: list, where: str, skip: tuple[str, ...] = ()) -> list
     field's values checked in one pass at C speed where all have their plain types; otherwise item by item,
     as ``_build`` does, which names the first bad value (``where[i].field``). ``skip``: fields left out (a
     graph's detail fields, in its own file)."""
-    if cls is not Bundle and set(map(type, items)) <= {dict} and all(
+    if set(map(type, items)) <= {dict} and all(
             _column_fits(list(map(dict.get, items, repeat(name), repeat(_MISSING))), hint)
             for name, hint in _hints(cls).items() if (cls, name) not in _NESTED and name not in skip):
         known = {name for name in _hints(cls) if (cls, name) not in _NESTED and name not in skip}

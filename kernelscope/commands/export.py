@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from kernelscope.bundle.io import BundleError
+from kernelscope.bundle.io import BundleError, refuse_own_file
 
 HELP = "write a Chrome trace (Perfetto, chrome://tracing) of a bundle's compile phases and bench launches"
 
@@ -24,9 +24,7 @@ def _check_out(out: Path, bundle_root: Path, force: bool) -> None:
     if os.path.lexists(out):  # lexists: a dangling link is refused too, never followed
         if out.is_dir():
             raise BundleError(f"{out} is a folder; give --trace a file name such as trace.json")
-        for own, what in (("bundle.json", "manifest"), ("kernel_index.jsonl", "kernel index")):
-            if out.resolve() == (bundle_root / own).resolve():
-                raise BundleError(f"{out} is the bundle's own {what}; refusing to write the trace over it")
+        refuse_own_file(out, bundle_root, "the trace")
         if not force:
             raise BundleError(f"{out} exists; pass --force to replace it")
     if not out.parent.is_dir():

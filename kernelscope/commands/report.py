@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kernelscope.bundle.io import BundleError
+from kernelscope.bundle.io import BundleError, refuse_own_file
 
 HELP = "write a Markdown / HTML / JSON report of a bundle"
 FORMATS = ("md", "html", "json")
@@ -42,10 +42,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     root = Path(args.bundle)
     root = root.parent if root.name == "bundle.json" else root
-    for own, what in (("bundle.json", "manifest"), ("kernel_index.jsonl", "kernel index")):
-        if out.resolve() == (root / own).resolve():
-            raise BundleError(f"{out} is the bundle's own {what}; refusing to write the report over it "
-                              "(give -o another file, such as report.md)")
+    refuse_own_file(out, root, "the report", " (give -o another file, such as report.md)")
     if out.is_dir():
         raise BundleError(f"{out} is a folder; give -o a file name such as report.md")
     from kernelscope.safefile import write_atomic

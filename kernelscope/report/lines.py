@@ -51,8 +51,6 @@ class LineTable:
     total_us: float = 0.0
 
 
-
-
 class Stopped(Exception):
     """``line_tables`` was asked to stop (its worker cancelled: the screen closed, the app quit)."""
 

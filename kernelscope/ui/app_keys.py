@@ -129,7 +129,6 @@ class AppKeys:
         from kernelscope.bundle.io import BundleError, read_bundle
         from kernelscope.ui.screens.explorer import ExplorerScreen
         from kernelscope.ui.story import find_kernel
-        from kernelscope.ui.widgets.known_kernels import read_first_frame_kernels
         from kernelscope.ui.widgets.presentation import PresentationScreen
 
         self.talk_index = n
@@ -140,7 +139,7 @@ class AppKeys:
         if bundle is None:
             try:
                 bundle = read_bundle(step.bundle)
-                read_first_frame_kernels(bundle)
+                bundle.kernels  # noqa: B018  (a step finds its kernel among all of them: read here, said in one line)
                 self._talk_bundles[step.bundle] = bundle
             except BundleError as exc:
                 self.notify(f"step {n + 1}: {exc}", severity="error", timeout=8)

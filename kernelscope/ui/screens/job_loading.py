@@ -19,7 +19,11 @@ from kernelscope.ui.widgets.known_kernels import read_by_graph
 
 def job_loading(bundle: Bundle) -> tuple[bool, bool]:
     """(the list starts with one graph's kernels, the device time per line is worked out later)."""
-    return read_by_graph(bundle), is_job(bundle) and not line_tables_ready(bundle)
+    return read_by_graph(bundle), _line_times_later(bundle)
+
+
+def _line_times_later(bundle: Bundle) -> bool:
+    return not line_tables_ready(bundle) and is_job(bundle)
 
 
 class JobLoading:
@@ -38,7 +42,7 @@ class JobLoading:
 
     def line_times_again(self) -> None:
         """A bench stored a new record: a job's device time per line is worked out in the thread again."""
-        self.line_times_later = is_job(self.bundle) and not line_tables_ready(self.bundle)
+        self.line_times_later = _line_times_later(self.bundle)
         if self.line_times_later:
             self._work_out_line_times()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from kernelscope.bundle.kernel_file import graph_moved  # noqa: F401 (the list's group rows sum it)
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.bundle.symbolic import moved_per_call
 from kernelscope.job_view import short_time

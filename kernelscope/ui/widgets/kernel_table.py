@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from kernelscope.bundle.kernel_file import graph_moved
 from kernelscope.bundle.model import Bundle, Graph, Kernel
 from kernelscope.job_view import device_us_by_kernel
 from kernelscope.ui.first_frame import eager_rows, once_drawn
@@ -28,7 +29,6 @@ from kernelscope.ui.widgets.kernel_cells import (
     display_name,
     feeds_next,
     graph_label_text,
-    graph_moved,
     moved_cell,
     name_cell,
     time_cell,
