@@ -83,3 +83,26 @@ def test_a_trace_record_and_its_payload_and_the_triton_kernels_it_defines(monkey
     names: set[bytes] = set()
     stream._triton_names(payload, names)
     assert names == {b"triton_poi_fused_add_0"}
+
+
+def test_a_full_disk_while_spooling_is_one_line_naming_the_bundle_and_what_to_do(tmp_path, monkeypatch):
+    """`open` spools each frame's records beside the bundle: a full disk there is said as one, not as
+    `[Errno 28] No space left on device`, and nothing is left at -o."""
+    import errno
+
+    import pytest
+
+    from kernelscope.bundle.model import BundleError
+    from kernelscope.ingest import open_trace
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "spool"))
+
+    monkeypatch.setattr(open_trace, "spool_trace", full)
+    log = tmp_path / "trace.log"
+    log.write_text("")
+    with pytest.raises(BundleError) as err:
+        open_trace.bundle_from_trace(log, tmp_path / "b")
+    assert str(err.value) == (f"cannot write the bundle at {tmp_path / 'b'} (no space left on the device); "
+                              "free some space or choose another -o")
+    assert not (tmp_path / "b").exists() and not any(p.name.startswith(".") for p in tmp_path.iterdir())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
@@ -52,6 +53,10 @@ def bundle_from_trace(trace: str | os.PathLike, out: str | os.PathLike, *, trito
     return bundle
 
 
+def _cannot_write(out, exc: OSError) -> BundleError:
+    return BundleError(f"cannot write the bundle at {out} ({why_not(exc)}); free some space or choose another -o")
+
+
 def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_cache, stderr_text: str,
                      spec: str | None, notes: tuple[str, ...]) -> Bundle:
     spool_dir = staging / ".spool"
@@ -60,6 +65,8 @@ def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_c
         try:
             spooled = spool_trace([(p, rank_in_name(p)) for p in logs], spool_dir)
         except OSError as exc:  # a FIFO or a device among the logs, an unreadable file, a full disk
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):  # writing the spool, beside the bundle
+                raise _cannot_write(out, exc) from exc
             raise BundleError(f"{exc}") from exc
         good = spooled.seen - spooled.malformed
         if not good:
@@ -84,8 +91,7 @@ def _build_streaming(trace: Path, logs: list[Path], staging: Path, out, triton_c
                               f"({exc.__class__.__name__}: {' '.join(str(exc).split())[:120]}); "
                               "is the log damaged?") from exc
         except OSError as exc:  # a full disk or a read-only folder while writing the files
-            raise BundleError(f"cannot write the bundle at {out} ({why_not(exc)}); free some space or "
-                              "choose another -o") from exc
+            raise _cannot_write(out, exc) from exc
     finally:
         shutil.rmtree(spool_dir, ignore_errors=True)
     bundle = Bundle(target={"spec": spec or str(trace), "kind": "torch_trace", "origin": "open",
